@@ -1,0 +1,58 @@
+# drainwatch — build, test and lab entry points. Every target that needs the
+# machine prepared (packages, tracefs/bpffs mounts, the control plane) depends
+# on the target that prepares it, so `sudo make test` and `sudo make lab` work
+# on a fresh machine.
+
+GO          ?= go
+K8S_VERSION := v1.37.2
+CACHE       := $(CURDIR)/.cache
+K8S_BIN     := $(CACHE)/k8s-$(K8S_VERSION)/bin
+BIN         := $(CURDIR)/bin
+VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -X github.com/drainwatch/drainwatch/exporter.Version=$(VERSION)
+TEST_TIMEOUT ?= 40m
+
+export DRAINWATCH_K8S_BIN := $(K8S_BIN)
+
+.PHONY: help deps mounts generate vmlinux check-generate build controlplane \
+        test test-unit vet lab clean
+
+help: ## Show this help.
+	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
+
+deps: ## Install the Debian packages a fresh machine lacks (clang, bpftool, nginx, prometheus, ...).
+	@bash testenv/scripts/install-deps.sh
+
+mounts: ## Mount tracefs and bpffs if they are not mounted.
+	@bash testenv/scripts/mounts.sh
+
+vmlinux: ## Regenerate bpf/vmlinux/vmlinux_amd64.h from this machine's BTF (rarely needed).
+	bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux/vmlinux_amd64.h
+
+generate: ## Regenerate the eBPF objects and Go bindings with Debian's clang (committed output).
+	$(GO) generate ./collector/...
+
+check-generate: generate ## Fail when regenerating changes committed output.
+	@git diff --exit-code --stat -- collector bpf deploy || \
+	  { echo "generated output differs from the committed one: run make generate and commit"; exit 1; }
+
+build: ## Build bin/drainwatch.
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/drainwatch ./cmd/drainwatch
+
+controlplane: ## Build (once, cached in .cache/) etcd and the Kubernetes control plane from k8s.io/kubernetes.
+	@bash testenv/scripts/build-controlplane.sh $(K8S_VERSION) $(K8S_BIN)
+
+vet:
+	$(GO) vet ./...
+
+test-unit: ## Unit tests only (no root needed).
+	$(GO) test -count=1 -short ./...
+
+test: deps mounts controlplane check-generate vet ## Everything: unit, privileged (root), end to end.
+	$(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./...
+
+lab: deps mounts controlplane build ## The seeds' experiment and a rolling update, end to end (root).
+	$(GO) run ./testenv/cmd/lab
+
+clean:
+	rm -rf $(BIN)

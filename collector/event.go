@@ -1,0 +1,144 @@
+package collector
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// EventType names one kind of kernel observation. The String form is the
+// vocabulary of `drainwatch trace` output and of the kernel_events metric.
+type EventType uint8
+
+const (
+	EventUnknown EventType = iota
+	// EventAccept is a passive TCP connection reaching ESTABLISHED.
+	EventAccept
+	// EventListenOpen is a socket entering TCP_LISTEN.
+	EventListenOpen
+	// EventListenClose is a listening socket leaving TCP_LISTEN.
+	EventListenClose
+	// EventRefused is an RST sent because no socket exists (a SYN to a closed port).
+	EventRefused
+	// EventReset is any other RST sent by a socket in a watched scope.
+	EventReset
+	// EventSignal is a signal generated to a task in a watched scope.
+	EventSignal
+	// EventExit is a process (thread-group leader) exit.
+	EventExit
+	// EventConnClosedInflight is an accepted connection torn down while a
+	// request was in flight.
+	EventConnClosedInflight
+	eventTypeCount
+)
+
+var eventTypeNames = [...]string{
+	EventUnknown:            "unknown",
+	EventAccept:             "accept",
+	EventListenOpen:         "listen_open",
+	EventListenClose:        "listen_close",
+	EventRefused:            "refused",
+	EventReset:              "reset",
+	EventSignal:             "signal",
+	EventExit:               "exit",
+	EventConnClosedInflight: "conn_closed_inflight",
+}
+
+func (t EventType) String() string {
+	if int(t) < len(eventTypeNames) {
+		return eventTypeNames[t]
+	}
+	return fmt.Sprintf("type(%d)", uint8(t))
+}
+
+// EventTypes lists every known type, in order, for summaries and metrics.
+func EventTypes() []EventType {
+	ts := make([]EventType, 0, eventTypeCount-1)
+	for t := EventAccept; t < eventTypeCount; t++ {
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// CloseCause says why an in-flight connection was torn down.
+type CloseCause uint8
+
+const (
+	CauseUnknown CloseCause = iota
+	// CauseSigkill: the owning process exited after SIGKILL.
+	CauseSigkill
+	// CauseSignal: the owning process exited after another fatal signal.
+	CauseSignal
+	// CauseClose: the connection was closed or reset by the process itself
+	// (or by a normal exit) with the request still unanswered.
+	CauseClose
+)
+
+var closeCauseNames = [...]string{"unknown", "sigkill", "signal", "close"}
+
+func (c CloseCause) String() string {
+	if int(c) < len(closeCauseNames) {
+		return closeCauseNames[c]
+	}
+	return fmt.Sprintf("cause(%d)", uint8(c))
+}
+
+// Comm is a task's command name as the kernel keeps it (TASK_COMM_LEN).
+type Comm [16]byte
+
+func (c Comm) String() string {
+	for i, b := range c {
+		if b == 0 {
+			return string(c[:i])
+		}
+	}
+	return string(c[:])
+}
+
+// Event is one kernel observation. It is a plain value (no pointers beyond
+// netip's) so the ring-buffer reader can decode into a reused Event and hand
+// copies to the correlator without allocating.
+//
+// Socket events (accept, listen_*, refused, reset, conn_closed_inflight) run in
+// softirq or on behalf of another task: attribute them by NetnsIno and
+// addresses, never by PID/CgroupID, which are only set where they are the
+// socket owner's. Process events (signal, exit) carry the target/exiting
+// task's PID, TGID and CgroupID.
+type Event struct {
+	Type EventType
+	// Time is wall-clock time with ns resolution, converted once from the
+	// kernel's monotonic clock.
+	Time time.Time
+	// NetnsIno is the inode number of the socket's (or task's) network namespace.
+	NetnsIno uint32
+	// CgroupID is the cgroup v2 id of the task (target task for signals).
+	CgroupID uint64
+	// PID is the thread-group id (the user-space "pid") of the task; TID the thread id.
+	PID, TID uint32
+	Comm     Comm
+
+	// Local and Remote are the socket's addresses from the server's side:
+	// for refused, Local is the closed port the SYN was sent to.
+	Local, Remote netip.AddrPort
+	// SockCookie identifies a socket across its events (0 where no socket exists).
+	SockCookie uint64
+	// Reason is the kernel's RST reason (sk_rst_reason / skb drop reason) for
+	// refused and reset events.
+	Reason uint32
+
+	// Signal fields: Signal number, the sender, and whether the target is the
+	// init (PID 1) of its PID namespace.
+	Signal     uint32
+	SenderPID  uint32
+	SenderComm Comm
+	TargetInit bool
+
+	// Exit fields: ExitCode is the shell-style status (0-255, 128+signal when
+	// the process died of a signal); ExitSignal the terminating signal or 0.
+	// TargetInit (above) is set for the init of a PID namespace.
+	ExitCode   int32
+	ExitSignal uint32
+
+	// Cause is set for conn_closed_inflight.
+	Cause CloseCause
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install what a fresh Debian machine lacks for building and testing drainwatch.
+# Idempotent: it only calls apt-get when a tool is missing.
+set -euo pipefail
+need=()
+have() { command -v "$1" >/dev/null 2>&1; }
+have clang-14 || need+=(clang-14)
+have llvm-strip || need+=(llvm)
+[ -e /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
+have bpftool || need+=(bpftool)
+have ip || need+=(iproute2)
+have nginx || need+=(nginx-light)
+have prometheus || need+=(prometheus)
+have promtool || need+=(prometheus)
+have wrk || need+=(wrk)
+have chromium || need+=(chromium)
+have openssl || need+=(openssl)
+have python3 || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  echo ">> installing: ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi

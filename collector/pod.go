@@ -1,0 +1,89 @@
+package collector
+
+import (
+	"net/netip"
+	"time"
+)
+
+// Workload is a pod's rollout identity, the label set of every per-rollout
+// metric: Kind is Deployment, StatefulSet, DaemonSet, ReplicaSet, Job or none;
+// Revision is the ReplicaSet's deployment.kubernetes.io/revision, or the
+// controller-revision-hash of StatefulSet and DaemonSet pods.
+type Workload struct {
+	Namespace string `json:"namespace"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Revision  string `json:"revision"`
+}
+
+// Container is one container of a pod as the API reports it.
+type Container struct {
+	Name string `json:"name"`
+	// StopSignal is lifecycle.stopSignal as a signal number; 0 means SIGTERM.
+	StopSignal uint32 `json:"stopSignal,omitempty"`
+	// ID is the runtime's container id without the "containerd://" prefix
+	// (64 hex characters); empty until the container has started.
+	ID string `json:"id,omitempty"`
+	// ExitCode and Reason are set once the container has terminated.
+	Terminated bool   `json:"terminated,omitempty"`
+	ExitCode   int32  `json:"exitCode,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// Pod is the part of a pod drainwatch keeps: what attribution and the
+// termination timeline need, nothing else (the informer's transform drops
+// the rest).
+type Pod struct {
+	UID       string     `json:"uid"`
+	Namespace string     `json:"namespace"`
+	Name      string     `json:"name"`
+	Node      string     `json:"node"`
+	IP        netip.Addr `json:"ip"`
+	Workload  Workload   `json:"workload"`
+	// GracePeriod is spec.terminationGracePeriodSeconds (default 30 s).
+	GracePeriod time.Duration `json:"gracePeriod"`
+	HasPreStop  bool          `json:"hasPreStop,omitempty"`
+	Containers  []Container   `json:"containers,omitempty"`
+	Ready       bool          `json:"ready"`
+
+	// DeletionTimestamp and DeletionGracePeriod are set once the pod is
+	// being deleted; DeletionTimestamp − DeletionGracePeriod is the time the
+	// delete was requested.
+	DeletionTimestamp   time.Time     `json:"deletionTimestamp,omitzero"`
+	DeletionGracePeriod time.Duration `json:"deletionGracePeriod,omitempty"`
+}
+
+// PodUpdate is a pod added or changed, as the daemon saw it at Seen.
+type PodUpdate struct {
+	Seen time.Time
+	Pod  Pod
+}
+
+// PodDeleted is a pod removed from the API.
+type PodDeleted struct {
+	Seen time.Time
+	UID  string
+}
+
+// KubeletEvent is a kubelet Event about a pod: Killing, FailedPreStopHook.
+type KubeletEvent struct {
+	PodUID  string
+	Reason  string
+	Message string
+	// Time is the Event's own time (eventTime, else lastTimestamp).
+	Time time.Time
+}
+
+// EndpointUpdate is the state of one pod's endpoint across the
+// EndpointSlices of the services selecting it, as of Seen. Present is false
+// once the endpoint is gone from every slice.
+type EndpointUpdate struct {
+	Seen        time.Time
+	PodUID      string
+	Present     bool
+	Ready       bool
+	Serving     bool
+	Terminating bool
+	// TriggerTime is the slice's endpoints.kubernetes.io/last-change-trigger-time.
+	TriggerTime time.Time
+}

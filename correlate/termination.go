@@ -1,0 +1,101 @@
+// Package correlate joins kernel events and API events into one Termination
+// per pod: the marks of its timeline, the exact counts of DESIGN.md, derived
+// durations and diagnoses. It is pure logic: no I/O, no clocks, no goroutines;
+// time comes only from the events it is fed.
+package correlate
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// Marks are the wall-clock times of a termination's timeline. A zero time is
+// a mark not (yet) observed.
+type Marks struct {
+	DeleteRequested   time.Time `json:"delete_requested,omitzero"`
+	DeletionSeen      time.Time `json:"deletion_seen,omitzero"`
+	Killing           time.Time `json:"killing,omitzero"`
+	PrestopFailed     time.Time `json:"prestop_failed,omitzero"`
+	StopSignal        time.Time `json:"stop_signal,omitzero"`
+	EndpointsNotReady time.Time `json:"endpoints_not_ready,omitzero"`
+	ListenerClosed    time.Time `json:"listener_closed,omitzero"`
+	LastAccept        time.Time `json:"last_accept,omitzero"`
+	Sigkill           time.Time `json:"sigkill,omitzero"`
+	Exit              time.Time `json:"exit,omitzero"`
+	PodGone           time.Time `json:"pod_gone,omitzero"`
+}
+
+// Counts are the exact counts of DESIGN.md, compared in tests with what the
+// clients saw.
+type Counts struct {
+	RefusedAfterSigterm            int `json:"refused_after_sigterm"`
+	RefusedBeforeSigterm           int `json:"refused_before_sigterm"`
+	RequestsKilledBySigkill        int `json:"requests_killed_by_sigkill"`
+	InflightAtStopSignal           int `json:"inflight_at_stop_signal"`
+	AcceptedAfterEndpointsNotReady int `json:"accepted_after_endpoints_not_ready"`
+	ConnectionsResetAtExit         int `json:"connections_reset_at_exit"`
+}
+
+// Diagnosis codes (DESIGN.md). Each Diagnosis carries a one-line explanation
+// with the numbers behind it and, where there is one, the fix.
+const (
+	DiagListenerClosedEarly = "listener_closed_before_routing_converged"
+	DiagNoDrainDelay        = "no_drain_delay"
+	DiagStopSignalIgnored   = "stop_signal_ignored"
+	DiagGraceExceeded       = "grace_period_exceeded"
+	DiagRequestsKilled      = "requests_killed"
+	DiagPrestopFailed       = "prestop_hook_failed"
+	DiagBudgetTooSmall      = "budget_too_small"
+	DiagClean               = "clean"
+)
+
+// Diagnosis is one finding about a termination.
+type Diagnosis struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Fix     string `json:"fix,omitempty"`
+}
+
+// ConnPoint is one connection attempt on the pod's timeline (for the
+// timeline page): an accept or a refusal.
+type ConnPoint struct {
+	Time    time.Time `json:"t"`
+	Refused bool      `json:"refused,omitempty"`
+}
+
+// Termination is everything drainwatch knows about one pod's termination.
+type Termination struct {
+	PodUID   string             `json:"pod_uid"`
+	Pod      string             `json:"pod"`
+	Node     string             `json:"node"`
+	PodIP    netip.Addr         `json:"pod_ip"`
+	Workload collector.Workload `json:"workload"`
+	// GracePeriod is the grace the deletion was given.
+	GracePeriod time.Duration `json:"grace_period"`
+
+	Marks  Marks  `json:"marks"`
+	Counts Counts `json:"counts"`
+
+	ExitCode   int32  `json:"exit_code"`
+	ExitSignal uint32 `json:"exit_signal,omitempty"`
+
+	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
+	// Outcome is the terminations_total label: clean, refused, killed,
+	// refused_and_killed, partial.
+	Outcome string `json:"outcome,omitempty"`
+
+	// Complete is set once no more events can change the record (the pod is
+	// gone from the API and its kernel tail has been waited for).
+	Complete bool `json:"complete"`
+	// Partial is set when the kernel view is incomplete (the daemon started
+	// after the stop signal, a probe was unavailable, events were lost); the
+	// reasons say which. A partial termination is never reported as clean.
+	Partial        bool     `json:"partial,omitempty"`
+	PartialReasons []string `json:"partial_reasons,omitempty"`
+
+	// Connections are the accepts and refusals seen during the termination,
+	// bounded (the oldest are kept) for the timeline page.
+	Connections []ConnPoint `json:"connections,omitempty"`
+}

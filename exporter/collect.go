@@ -1,0 +1,70 @@
+package exporter
+
+import "github.com/prometheus/client_golang/prometheus"
+
+var (
+	rolloutLabelNames  = []string{"namespace", "workload_kind", "workload", "revision"}
+	workloadLabelNames = []string{"namespace", "workload_kind", "workload"}
+
+	terminationsDesc = prometheus.NewDesc("drainwatch_terminations_total",
+		"Pod terminations completed on this node, by rollout and outcome (clean, refused, killed, refused_and_killed, partial).",
+		append(rolloutLabelNames[:4:4], "outcome"), nil)
+	refusedDesc = prometheus.NewDesc("drainwatch_connections_refused_after_sigterm_total",
+		"Connection attempts answered with a RST (no socket: ECONNREFUSED at the client) from the stop signal until the pod's network namespace was gone.",
+		rolloutLabelNames, nil)
+	killedDesc = prometheus.NewDesc("drainwatch_requests_killed_by_sigkill_total",
+		"Accepted connections with a request in flight torn down because their process died of SIGKILL.",
+		rolloutLabelNames, nil)
+	acceptedDesc = prometheus.NewDesc("drainwatch_connections_accepted_after_endpoint_removal_total",
+		"Connections accepted after the pod's endpoint became not ready: routing had not converged yet.",
+		rolloutLabelNames, nil)
+	phaseDesc = prometheus.NewDesc("drainwatch_termination_phase_seconds",
+		"Durations of termination phases: prestop (killing to stop signal), listener_close_delay (stop signal to last listener closed), drain (stop signal to exit), grace_used (delete requested to exit).",
+		append(workloadLabelNames[:3:3], "phase"), nil)
+	routingLagDesc = prometheus.NewDesc("drainwatch_routing_lag_seconds",
+		"Last connection attempt to a terminating pod minus the time its endpoint became not ready: a lower bound of routing convergence.",
+		workloadLabelNames, nil)
+)
+
+// rolloutCollector exports the per-rollout state of Metrics as const
+// metrics, so that expired revisions simply stop being collected.
+type rolloutCollector struct{ m *Metrics }
+
+func (c rolloutCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{terminationsDesc, refusedDesc, killedDesc, acceptedDesc, phaseDesc, routingLagDesc} {
+		ch <- d
+	}
+}
+
+func (c rolloutCollector) Collect(ch chan<- prometheus.Metric) {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	for _, rs := range c.m.revisions {
+		collectRevision(ch, rs)
+	}
+	for _, ws := range c.m.workloads {
+		collectWorkload(ch, ws)
+	}
+}
+
+func collectRevision(ch chan<- prometheus.Metric, rs *revisionState) {
+	l := rs.labels[:]
+	for outcome, n := range rs.outcomes {
+		ch <- prometheus.MustNewConstMetric(terminationsDesc, prometheus.CounterValue, float64(n), append(l[:4:4], outcome)...)
+	}
+	ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(rs.refused), l...)
+	ch <- prometheus.MustNewConstMetric(killedDesc, prometheus.CounterValue, float64(rs.killed), l...)
+	ch <- prometheus.MustNewConstMetric(acceptedDesc, prometheus.CounterValue, float64(rs.acceptedNR), l...)
+}
+
+func collectWorkload(ch chan<- prometheus.Metric, ws *workloadState) {
+	l := ws.labels[:]
+	for _, phase := range phases {
+		if h := ws.phases[phase]; h.count > 0 {
+			ch <- h.metric(phaseDesc, append(l[:3:3], phase)...)
+		}
+	}
+	if ws.routingLag.count > 0 {
+		ch <- ws.routingLag.metric(routingLagDesc, l...)
+	}
+}

@@ -1,0 +1,57 @@
+package exporter
+
+import "github.com/drainwatch/drainwatch/collector"
+
+// Label cardinality. Every label value is drawn from a bounded set so that a
+// node's series count stays proportional to the workloads it runs, never to
+// the pods:
+//
+//   - namespace, workload: the namespaces and workloads with pods terminated
+//     on this node within the TTL. A pod without a controller (kind "none")
+//     gets workload="" and revision="" so that bare pods never create
+//     per-pod series.
+//   - workload_kind: Deployment, StatefulSet, DaemonSet, ReplicaSet, Job,
+//     none; anything else is reported as "other".
+//   - revision: the revisions whose pods terminated within the TTL — in a
+//     rollout, the one being replaced (usually one or two per workload).
+//   - outcome: clean, refused, killed, refused_and_killed, partial; anything
+//     else is "unknown".
+//   - phase: prestop, listener_close_delay, drain, grace_used.
+//   - probe: the fixed set of BPF programs the daemon attaches.
+//   - type: collector.EventTypes() names, a fixed list.
+var (
+	workloadKinds = set("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "none")
+	outcomes      = set("clean", "refused", "killed", "refused_and_killed", "partial")
+)
+
+func set(values ...string) map[string]bool {
+	m := make(map[string]bool, len(values))
+	for _, v := range values {
+		m[v] = true
+	}
+	return m
+}
+
+// rolloutLabels returns the bounded label values of a workload revision:
+// namespace, workload_kind, workload, revision.
+func rolloutLabels(w collector.Workload) [4]string {
+	kind := w.Kind
+	switch {
+	case kind == "":
+		kind = "none"
+	case !workloadKinds[kind]:
+		kind = "other"
+	}
+	if kind == "none" {
+		return [4]string{w.Namespace, kind, "", ""}
+	}
+	return [4]string{w.Namespace, kind, w.Name, w.Revision}
+}
+
+// outcomeLabel bounds Termination.Outcome to the documented values.
+func outcomeLabel(outcome string) string {
+	if outcomes[outcome] {
+		return outcome
+	}
+	return "unknown"
+}

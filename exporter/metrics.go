@@ -1,0 +1,147 @@
+package exporter
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/correlate"
+)
+
+// DefaultSeriesTTL is how long the series of a revision outlive its last
+// completed termination. It spans a slow rollout's pauses and several scrape
+// and rule-evaluation intervals, so alerts see the increase before the series
+// disappears.
+const DefaultSeriesTTL = time.Hour
+
+// Options configure Metrics. Zero values take defaults.
+type Options struct {
+	// SeriesTTL is DefaultSeriesTTL when zero.
+	SeriesTTL time.Duration
+	// Now is time.Now when nil; tests pass a fixed clock.
+	Now func() time.Time
+}
+
+// Metrics is the /metrics side of drainwatch: per-rollout counters and
+// histograms fed by completed terminations, and the daemon's self metrics.
+// It is safe for concurrent use.
+type Metrics struct {
+	registry *prometheus.Registry
+	ttl      time.Duration
+	now      func() time.Time
+
+	mu        sync.Mutex
+	seen      map[string][4]string // pod UID → revision labels it was counted in
+	revisions map[[4]string]*revisionState
+	workloads map[[3]string]*workloadState
+
+	self *selfMetrics
+}
+
+// NewMetrics builds the metrics with their own registry (the rollout
+// collector, the self metrics, and the Go and process collectors).
+func NewMetrics(opts Options) *Metrics {
+	if opts.SeriesTTL == 0 {
+		opts.SeriesTTL = DefaultSeriesTTL
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	m := &Metrics{
+		registry:  prometheus.NewRegistry(),
+		ttl:       opts.SeriesTTL,
+		now:       opts.Now,
+		seen:      map[string][4]string{},
+		revisions: map[[4]string]*revisionState{},
+		workloads: map[[3]string]*workloadState{},
+		self:      newSelfMetrics(),
+	}
+	m.registry.MustRegister(rolloutCollector{m})
+	m.self.register(m.registry)
+	return m
+}
+
+// Registry is the registry /metrics serves.
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+// ObserveTermination counts one completed termination into its revision's
+// series. It is idempotent by pod UID: a termination observed again (a
+// correlator replaying its completed records) is not counted twice. It
+// reports whether t was counted. Incomplete terminations are ignored: their
+// counts may still change.
+func (m *Metrics) ObserveTermination(t correlate.Termination) bool {
+	if !t.Complete || t.PodUID == "" {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, dup := m.seen[t.PodUID]; dup {
+		return false
+	}
+	now := m.now()
+	rev := rolloutLabels(t.Workload)
+	m.seen[t.PodUID] = rev
+	rs := m.revisions[rev]
+	if rs == nil {
+		rs = newRevisionState(rev)
+		m.revisions[rev] = rs
+	}
+	rs.add(t, now)
+	ws := m.workloads[workloadOf(rev)]
+	if ws == nil {
+		ws = newWorkloadState(workloadOf(rev))
+		m.workloads[workloadOf(rev)] = ws
+	}
+	ws.add(t, now)
+	return true
+}
+
+// Expire drops the series of revisions not updated for the TTL, except those
+// of pending workloads (terminations not complete yet: their revision's
+// series must still be there when they complete). Workload histograms expire
+// with their last revision. It returns the number of revisions dropped; the
+// daemon calls it periodically.
+func (m *Metrics) Expire(pending []collector.Workload) int {
+	keep := make(map[[4]string]bool, len(pending))
+	for _, w := range pending {
+		keep[rolloutLabels(w)] = true
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cutoff := m.now().Add(-m.ttl)
+	live := map[[3]string]bool{}
+	dropped := 0
+	for key, rs := range m.revisions {
+		if keep[key] || rs.updated.After(cutoff) {
+			live[workloadOf(key)] = true
+			continue
+		}
+		delete(m.revisions, key)
+		dropped++
+	}
+	for key, ws := range m.workloads {
+		if !live[key] && !ws.updated.After(cutoff) {
+			delete(m.workloads, key)
+		}
+	}
+	for uid, key := range m.seen {
+		if m.revisions[key] == nil {
+			delete(m.seen, uid)
+		}
+	}
+	return dropped
+}
+
+// PendingWorkloads returns the workloads of the terminations not complete
+// yet, the argument Expire needs.
+func PendingWorkloads(ts []correlate.Termination) []collector.Workload {
+	var ws []collector.Workload
+	for _, t := range ts {
+		if !t.Complete {
+			ws = append(ws, t.Workload)
+		}
+	}
+	return ws
+}

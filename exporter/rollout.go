@@ -1,0 +1,60 @@
+package exporter
+
+import (
+	"time"
+
+	"github.com/drainwatch/drainwatch/correlate"
+)
+
+// revisionState holds the counters of one workload revision (the rollout
+// identity of DESIGN.md) and when they last changed.
+type revisionState struct {
+	labels     [4]string // namespace, workload_kind, workload, revision
+	outcomes   map[string]uint64
+	refused    uint64
+	killed     uint64
+	acceptedNR uint64 // accepted after endpoints not ready
+	updated    time.Time
+}
+
+// workloadState holds the per-workload histograms (no revision label: a
+// duration distribution is about the workload's shutdown, across rollouts).
+type workloadState struct {
+	labels     [3]string // namespace, workload_kind, workload
+	phases     map[string]*histogram
+	routingLag *histogram
+	updated    time.Time
+}
+
+func newRevisionState(labels [4]string) *revisionState {
+	return &revisionState{labels: labels, outcomes: map[string]uint64{}}
+}
+
+func newWorkloadState(labels [3]string) *workloadState {
+	ws := &workloadState{labels: labels, phases: map[string]*histogram{},
+		routingLag: newHistogram(routingLagBuckets)}
+	for _, p := range phases {
+		ws.phases[p] = newHistogram(phaseBuckets)
+	}
+	return ws
+}
+
+func (r *revisionState) add(t correlate.Termination, now time.Time) {
+	r.outcomes[outcomeLabel(t.Outcome)]++
+	r.refused += uint64(max(t.Counts.RefusedAfterSigterm, 0))
+	r.killed += uint64(max(t.Counts.RequestsKilledBySigkill, 0))
+	r.acceptedNR += uint64(max(t.Counts.AcceptedAfterEndpointsNotReady, 0))
+	r.updated = now
+}
+
+func (w *workloadState) add(t correlate.Termination, now time.Time) {
+	for phase, d := range phaseDurations(t) {
+		w.phases[phase].observe(d.Seconds())
+	}
+	if lag, ok := routingLag(t); ok {
+		w.routingLag.observe(lag.Seconds())
+	}
+	w.updated = now
+}
+
+func workloadOf(rev [4]string) [3]string { return [3]string{rev[0], rev[1], rev[2]} }

@@ -1,0 +1,84 @@
+package exporter
+
+import (
+	"runtime"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// selfMetrics are drainwatch's own health: which probes are attached and
+// what happened to the kernel events.
+type selfMetrics struct {
+	probeAttached *prometheus.GaugeVec
+	kernelEvents  *prometheus.CounterVec
+	unattributed  *prometheus.CounterVec
+	lost          prometheus.Counter
+	buildInfo     *prometheus.GaugeVec
+	// Per-type counters resolved once, so counting an event on the reader's
+	// hot path is an array index and an atomic add, no allocation.
+	kernelByType       []prometheus.Counter
+	unattributedByType []prometheus.Counter
+}
+
+func newSelfMetrics() *selfMetrics {
+	s := &selfMetrics{
+		probeAttached: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drainwatch_probe_attached",
+			Help: "1 when the BPF program is attached, 0 when it failed or is unavailable on this kernel."}, []string{"probe"}),
+		kernelEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainwatch_kernel_events_total",
+			Help: "Kernel events received from the ring buffer, by type."}, []string{"type"}),
+		unattributed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainwatch_unattributed_events_total",
+			Help: "Kernel events in a watched scope that could not be attributed to a pod, by type."}, []string{"type"}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainwatch_kernel_events_lost_total",
+			Help: "Kernel events dropped (ring buffer full in BPF, or the correlator's queue full)."}),
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drainwatch_build_info",
+			Help: "Always 1; the labels carry drainwatch's version and the Go version it was built with."}, []string{"version", "goversion"}),
+	}
+	s.buildInfo.WithLabelValues(Version, runtime.Version()).Set(1)
+	types := collector.EventTypes()
+	maxType := types[len(types)-1]
+	s.kernelByType = make([]prometheus.Counter, maxType+1)
+	s.unattributedByType = make([]prometheus.Counter, maxType+1)
+	for _, t := range types {
+		s.kernelByType[t] = s.kernelEvents.WithLabelValues(t.String())
+		s.unattributedByType[t] = s.unattributed.WithLabelValues(t.String())
+	}
+	return s
+}
+
+func (s *selfMetrics) register(r *prometheus.Registry) {
+	r.MustRegister(s.probeAttached, s.kernelEvents, s.unattributed, s.lost, s.buildInfo,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+}
+
+// SetProbeAttached records whether the named BPF program is attached.
+func (m *Metrics) SetProbeAttached(probe string, attached bool) {
+	v := 0.0
+	if attached {
+		v = 1
+	}
+	m.self.probeAttached.WithLabelValues(probe).Set(v)
+}
+
+// CountKernelEvent counts one kernel event of type t (unknown types are
+// ignored to keep the label set fixed). It does not allocate.
+func (m *Metrics) CountKernelEvent(t collector.EventType) {
+	if int(t) < len(m.self.kernelByType) && m.self.kernelByType[t] != nil {
+		m.self.kernelByType[t].Inc()
+	}
+}
+
+// CountUnattributed counts one kernel event that matched no pod.
+func (m *Metrics) CountUnattributed(t collector.EventType) {
+	if int(t) < len(m.self.unattributedByType) && m.self.unattributedByType[t] != nil {
+		m.self.unattributedByType[t].Inc()
+	}
+}
+
+// AddKernelEventsLost adds n lost kernel events (BPF reserve failures read
+// from the per-CPU counter, or drops at the correlator's queue).
+func (m *Metrics) AddKernelEventsLost(n uint64) {
+	m.self.lost.Add(float64(n))
+}

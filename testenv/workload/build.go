@@ -1,0 +1,52 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// ImageName is the short image name pods use to run the workload server.
+const ImageName = "dwserver"
+
+var built struct {
+	sync.Mutex
+	paths map[string]string
+}
+
+// Build compiles testenv/cmd/dwserver into dir (once per process and dir)
+// and returns the binary's path. It runs `go build` from the module root, so
+// the go tool must be on PATH; the build cache makes repeats fast.
+func Build(ctx context.Context, dir string) (string, error) {
+	built.Lock()
+	defer built.Unlock()
+	if p, ok := built.paths[dir]; ok {
+		return p, nil
+	}
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, ImageName)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./testenv/cmd/dwserver")
+	cmd.Dir = root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building dwserver: %w: %s", err, msg)
+	}
+	if built.paths == nil {
+		built.paths = map[string]string{}
+	}
+	built.paths[dir] = out
+	return out, nil
+}
+
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/drainwatch/drainwatch").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the drainwatch module root (run from inside the repository): %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}

@@ -1,0 +1,119 @@
+// Package workload is the HTTP server testenv's pods run (binary
+// testenv/cmd/dwserver, image name "dwserver"), in the shutdown styles the
+// seeds measure:
+//
+//   - naive: at SIGTERM, http.Server.Shutdown at once: the listener closes
+//     immediately and in-flight requests finish (a framework's default).
+//     Exit code 0.
+//   - protocol: at SIGTERM, /ready answers 503 and keep-alives are turned
+//     off, the server keeps accepting for DrainDelay, then Shutdown with
+//     ShutdownTimeout. Exit code 0.
+//   - ignore-term: the binary re-execs itself as `/bin/sh -c '<self>
+//     --mode=naive ... & wait'`. The shell is PID 1 of the container and has
+//     no SIGTERM handler, so the kernel drops SIGTERM and only SIGKILL ends
+//     it (exit 137): the real-world shape of a shell entrypoint.
+//
+// Routes: /work (WorkDuration, 20 ms), /slow?ms=N (default 2000), /ready
+// (200, or 503 once draining), /healthz (200). Every lifecycle event is
+// logged to stderr as one JSON line with an RFC 3339 nanosecond timestamp.
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Modes.
+const (
+	ModeNaive      = "naive"
+	ModeProtocol   = "protocol"
+	ModeIgnoreTerm = "ignore-term"
+)
+
+// Config is the server's behaviour.
+type Config struct {
+	Mode            string
+	Addr            string // ":8080"
+	DrainDelay      time.Duration
+	ShutdownTimeout time.Duration
+	WorkDuration    time.Duration
+	LogRequests     bool
+}
+
+// Server is one workload server.
+type Server struct {
+	cfg      Config
+	log      zerolog.Logger
+	draining atomic.Bool
+	http     *http.Server
+}
+
+// New returns a server; Run starts it.
+func New(cfg Config, log zerolog.Logger) *Server {
+	s := &Server{cfg: cfg, log: log}
+	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	return s
+}
+
+// Run listens, serves, and on a value from stop (SIGTERM) shuts down as the
+// mode says. It returns once the server has stopped.
+func (s *Server) Run(ctx context.Context, stop <-chan os.Signal) error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", s.cfg.Addr, err)
+	}
+	s.log.Info().Str("event", "listening").Str("addr", ln.Addr().String()).Str("mode", s.cfg.Mode).Msg("serving")
+	served := make(chan error, 1)
+	go func() { served <- s.http.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+		return s.shutdown()
+	case sig := <-stop:
+		s.log.Info().Str("event", "signal").Str("signal", sig.String()).Msg("stop signal received")
+	}
+	if s.cfg.Mode == ModeProtocol {
+		s.drain()
+	}
+	if err := s.shutdown(); err != nil {
+		return err
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving: %w", err)
+	}
+	return nil
+}
+
+// drain fails readiness and keeps serving for DrainDelay, with keep-alives
+// off so pooled clients reconnect (to another endpoint once routing has
+// converged).
+func (s *Server) drain() {
+	s.draining.Store(true)
+	s.http.SetKeepAlivesEnabled(false)
+	s.log.Info().Str("event", "not_ready").Dur("drain_delay", s.cfg.DrainDelay).Msg("readiness now 503, still serving")
+	time.Sleep(s.cfg.DrainDelay)
+}
+
+// shutdown closes the listener and waits for in-flight requests, at most
+// ShutdownTimeout; past it, remaining connections are closed.
+func (s *Server) shutdown() error {
+	s.log.Info().Str("event", "shutdown_begin").Msg("closing listener, finishing in-flight requests")
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if err := s.http.Shutdown(ctx); err != nil {
+		_ = s.http.Close()
+		s.log.Warn().Str("event", "shutdown_timeout").Err(err).Msg("in-flight requests cut")
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	s.log.Info().Str("event", "shutdown_done").Msg("all requests finished")
+	return nil
+}

@@ -80,6 +80,15 @@ type Termination struct {
 
 	ExitCode   int32  `json:"exit_code"`
 	ExitSignal uint32 `json:"exit_signal,omitempty"`
+	// StopSignal is the stop signal's number and StopSignalTarget the
+	// command name of the init it was sent to (a shell there explains a
+	// stop_signal_ignored).
+	StopSignal       uint32 `json:"stop_signal,omitempty"`
+	StopSignalTarget string `json:"stop_signal_target,omitempty"`
+	// LastConnAttempt is the last connection attempt (accepted or refused)
+	// of the termination: routing_lag_observed ends there. Connections may
+	// be truncated; this is not.
+	LastConnAttempt time.Time `json:"last_conn_attempt,omitzero"`
 
 	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
 	// Outcome is the terminations_total label: clean, refused, killed,

@@ -1,0 +1,190 @@
+package correlate
+
+import (
+	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// Kubelet Event reasons the correlator reads.
+const (
+	ReasonKilling           = "Killing"
+	ReasonFailedPreStopHook = "FailedPreStopHook"
+)
+
+// Pod takes a pod added or changed. The first update with a
+// deletionTimestamp is deletion_seen and begins the termination.
+func (c *Correlator) Pod(u collector.PodUpdate) {
+	uid := u.Pod.UID
+	if _, done := c.done[uid]; done || uid == "" {
+		return // a replay of a pod whose termination is already complete
+	}
+	p := c.pod(uid)
+	firstSight := !p.Known
+	if firstSight {
+		// Only a pod seen before its containers started can have had every
+		// listen_open observed.
+		p.Listeners.Complete = !anyStarted(u.Pod)
+	}
+	p.Known = true
+	p.Pod = u.Pod
+	c.idx.ownIP(u.Pod.IP, uid, u.Seen)
+	if !u.Pod.DeletionTimestamp.IsZero() {
+		c.deletionSeen(p, u.Seen, firstSight)
+	}
+	if p.Term != nil {
+		identify(&p.Term.T, p.Pod)
+	}
+}
+
+func (c *Correlator) deletionSeen(p *podState, seen time.Time, firstSight bool) {
+	if p.Term == nil {
+		c.begin(p, seen)
+		// First sight of a pod already terminating, with no kernel history:
+		// the daemon started during the termination and may have missed
+		// its stop signal and its first refusals.
+		p.Term.StartedLate = firstSight && !p.KernelSeen
+	}
+	t := p.Term
+	m := &t.T.Marks
+	if m.DeleteRequested.IsZero() {
+		m.DeleteRequested = p.Pod.DeletionTimestamp.Add(-p.Pod.DeletionGracePeriod)
+	}
+	if m.DeletionSeen.IsZero() {
+		m.DeletionSeen = seen
+		t.Tentative = false
+		c.replayEarly(p)
+	}
+}
+
+// PodDeleted takes a pod removed from the API: pod_gone.
+func (c *Correlator) PodDeleted(d collector.PodDeleted) {
+	p := c.pods[d.UID]
+	if p == nil {
+		return
+	}
+	if p.Term == nil {
+		c.begin(p, d.Seen) // deleted with no graceful deletion seen
+	}
+	p.Term.Tentative = false
+	if p.Term.T.Marks.PodGone.IsZero() {
+		p.Term.T.Marks.PodGone = d.Seen
+	}
+}
+
+// Kubelet takes a kubelet Event about a pod: Killing, FailedPreStopHook.
+func (c *Correlator) Kubelet(e collector.KubeletEvent) {
+	p := c.pods[e.PodUID]
+	if p == nil {
+		return
+	}
+	switch e.Reason {
+	case ReasonKilling:
+		if p.Term == nil {
+			p.Killing = e.Time
+		} else if p.Term.T.Marks.Killing.IsZero() {
+			p.Term.T.Marks.Killing = e.Time
+		}
+	case ReasonFailedPreStopHook:
+		if p.Term == nil {
+			p.PrestopFailed, p.PrestopMessage = e.Time, e.Message
+		} else if p.Term.T.Marks.PrestopFailed.IsZero() {
+			p.Term.T.Marks.PrestopFailed, p.Term.PrestopMessage = e.Time, e.Message
+		}
+	}
+}
+
+// Endpoint takes the state of a pod's endpoint. endpoints_not_ready is the
+// first state, once the termination has begun, in which the endpoint is
+// not ready or gone.
+func (c *Correlator) Endpoint(e collector.EndpointUpdate) {
+	p := c.pods[e.PodUID]
+	if p == nil {
+		return
+	}
+	if e.Present && e.Ready {
+		p.NotReadySince = time.Time{}
+		return
+	}
+	if p.NotReadySince.IsZero() {
+		p.NotReadySince = e.Seen
+	}
+	if p.Term != nil {
+		c.endpointsNotReady(p)
+	}
+}
+
+// endpointsNotReady sets the mark no earlier than the deletion request (an
+// endpoint unready before the deletion became "not ready" for this
+// termination when it began) and counts the accepts since, which may have
+// been processed before this API event.
+func (c *Correlator) endpointsNotReady(p *podState) {
+	t := p.Term
+	if !t.T.Marks.EndpointsNotReady.IsZero() || p.NotReadySince.IsZero() {
+		return
+	}
+	floor := t.T.Marks.DeleteRequested
+	if floor.IsZero() {
+		floor = t.Start
+	}
+	mark := later(p.NotReadySince, floor)
+	t.T.Marks.EndpointsNotReady = mark
+	n, complete := p.Accepts.countSince(mark, time.Time{})
+	t.T.Counts.AcceptedAfterEndpointsNotReady = n
+	if !complete {
+		addPartial(&t.T, PartialAcceptHistory)
+	}
+}
+
+// begin opens the termination of p at start.
+func (c *Correlator) begin(p *podState, start time.Time) {
+	t := &termState{Start: start, Ran: anyRunning(p.Pod) || p.KernelSeen}
+	identify(&t.T, p.Pod)
+	p.Term = t
+	// Kubelet Events that raced ahead of the deletion belong to it; older
+	// ones are from container restarts.
+	lead := start.Add(-c.cfg.SignalLead)
+	if !p.Killing.Before(lead) {
+		t.T.Marks.Killing = p.Killing
+	}
+	if !p.PrestopFailed.Before(lead) {
+		t.T.Marks.PrestopFailed, t.PrestopMessage = p.PrestopFailed, p.PrestopMessage
+	}
+	c.endpointsNotReady(p)
+}
+
+// identify copies the pod's identity into its termination.
+func identify(t *Termination, pod collector.Pod) {
+	t.PodUID = pod.UID
+	t.Pod = pod.Namespace + "/" + pod.Name
+	t.Node, t.PodIP, t.Workload = pod.Node, pod.IP, pod.Workload
+	t.GracePeriod = pod.GracePeriod
+	if !pod.DeletionTimestamp.IsZero() {
+		t.GracePeriod = pod.DeletionGracePeriod
+	}
+}
+
+func anyStarted(pod collector.Pod) bool {
+	for _, ct := range pod.Containers {
+		if ct.ID != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func anyRunning(pod collector.Pod) bool {
+	for _, ct := range pod.Containers {
+		if ct.ID != "" && !ct.Terminated {
+			return true
+		}
+	}
+	return false
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

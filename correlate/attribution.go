@@ -1,0 +1,134 @@
+package correlate
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// Attribution maps kernel events to pods (DESIGN.md "Attribution"). Socket
+// events run in softirq, so they are attributed by the socket's network
+// namespace and, failing that, by the pod IP they were addressed to; process
+// events by the target task's cgroup. Entries live until the pod's
+// termination is complete, past the API delete, so the tail of a drain still
+// finds its pod.
+
+// cgroupRef names the container a cgroup belongs to.
+type cgroupRef struct {
+	UID       string `json:"uid"`
+	Container string `json:"container"`
+}
+
+// ipOwner is one pod that held an address, from the first time the daemon
+// saw it with that address. Pod IPs are reused: the owner of an address at
+// time t is the latest pod seen with it no later than t.
+type ipOwner struct {
+	UID  string    `json:"uid"`
+	From time.Time `json:"from"`
+}
+
+type index struct {
+	Netns   map[uint32]string        `json:"netns"`
+	Cgroups map[uint64]cgroupRef     `json:"cgroups"`
+	IPs     map[netip.Addr][]ipOwner `json:"ips"`
+}
+
+func newIndex() index {
+	return index{
+		Netns:   make(map[uint32]string),
+		Cgroups: make(map[uint64]cgroupRef),
+		IPs:     make(map[netip.Addr][]ipOwner),
+	}
+}
+
+// ownIP records that uid holds ip as of seen, unless it already does.
+func (x *index) ownIP(ip netip.Addr, uid string, seen time.Time) {
+	if !ip.IsValid() {
+		return
+	}
+	owners := x.IPs[ip]
+	for _, o := range owners {
+		if o.UID == uid {
+			return
+		}
+	}
+	x.IPs[ip] = append(owners, ipOwner{UID: uid, From: seen})
+}
+
+// ipOwnerAt returns the pod that held ip at t: the latest owner seen no
+// later than t, or the earliest one when t precedes them all (the daemon
+// learnt the address late).
+func (x *index) ipOwnerAt(ip netip.Addr, t time.Time) string {
+	owners := x.IPs[ip]
+	if len(owners) == 0 {
+		return ""
+	}
+	best := -1
+	for i, o := range owners {
+		if !o.From.After(t) && (best < 0 || o.From.After(owners[best].From)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		// Owners are appended as they are seen, so the first is the earliest.
+		best = 0
+	}
+	return owners[best].UID
+}
+
+// forget drops every entry of a pod whose termination is complete.
+func (x *index) forget(p *podState) {
+	uid := p.Pod.UID
+	if x.Netns[p.NetnsIno] == uid {
+		delete(x.Netns, p.NetnsIno)
+	}
+	for _, id := range p.Cgroups {
+		if x.Cgroups[id].UID == uid {
+			delete(x.Cgroups, id)
+		}
+	}
+	for ip, owners := range x.IPs {
+		kept := owners[:0]
+		for _, o := range owners {
+			if o.UID != uid {
+				kept = append(kept, o)
+			}
+		}
+		if len(kept) == 0 {
+			delete(x.IPs, ip)
+		} else {
+			x.IPs[ip] = kept
+		}
+	}
+}
+
+// isSocketEvent says whether e is attributed by network namespace and
+// address rather than by task.
+func isSocketEvent(t collector.EventType) bool {
+	switch t {
+	case collector.EventSignal, collector.EventExit:
+		return false
+	}
+	return true
+}
+
+// attribute finds the pod (and, for process events, the container) of e.
+func (c *Correlator) attribute(e *collector.Event) (p *podState, container string) {
+	if isSocketEvent(e.Type) {
+		if uid, ok := c.idx.Netns[e.NetnsIno]; ok && e.NetnsIno != 0 {
+			return c.pods[uid], ""
+		}
+		if uid := c.idx.ipOwnerAt(e.Local.Addr(), e.Time); uid != "" {
+			return c.pods[uid], ""
+		}
+		return nil, ""
+	}
+	if ref, ok := c.idx.Cgroups[e.CgroupID]; ok && e.CgroupID != 0 {
+		return c.pods[ref.UID], ref.Container
+	}
+	if uid, ok := c.idx.Netns[e.NetnsIno]; ok && e.NetnsIno != 0 {
+		return c.pods[uid], ""
+	}
+	return nil, ""
+}

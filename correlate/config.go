@@ -1,0 +1,66 @@
+package correlate
+
+import "time"
+
+// Config tunes the correlator. Zero fields take the defaults below, which
+// follow the kubelet's termination semantics (FIELD-NOTES.md).
+type Config struct {
+	// KernelTail is how long a termination stays open after the pod is gone
+	// from the API, for late kernel events: the last RSTs before the network
+	// namespace is destroyed. While a container's exit has not been seen,
+	// the termination also stays open until deletion + grace period +
+	// KernelTail, so a SIGKILL tail after a force delete is still counted.
+	KernelTail time.Duration
+	// Retention is how long complete terminations stay readable through
+	// Terminations and Get (the daemon persists them for longer).
+	Retention time.Duration
+	// MaxConnPoints bounds Termination.Connections (the oldest are kept).
+	MaxConnPoints int
+	// SignalLead is how far a stop signal may precede the daemon's sight of
+	// the deletion (the kernel and API streams race) and still belong to
+	// it. A stop signal with no deletion within SignalLead is a container
+	// restart, not a pod termination.
+	SignalLead time.Duration
+	// MinDrainDelay is the shortest time between the deletion and the
+	// listener closing that does not earn the no_drain_delay diagnosis.
+	MinDrainDelay time.Duration
+	// BudgetMargin is the margin of the budget_too_small check:
+	// preStop + drain + BudgetMargin must fit in the grace period.
+	BudgetMargin time.Duration
+	// PreStopMargin is added to the observed routing convergence when
+	// suggesting a preStop sleep (rounded up to whole seconds).
+	PreStopMargin time.Duration
+}
+
+// DefaultConfig returns the defaults every zero field of a Config takes.
+func DefaultConfig() Config {
+	return Config{
+		KernelTail:    5 * time.Second,
+		Retention:     time.Hour,
+		MaxConnPoints: 2048,
+		SignalLead:    5 * time.Second,
+		MinDrainDelay: time.Second,
+		BudgetMargin:  time.Second,
+		PreStopMargin: 500 * time.Millisecond,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	setDuration(&c.KernelTail, d.KernelTail)
+	setDuration(&c.Retention, d.Retention)
+	setDuration(&c.SignalLead, d.SignalLead)
+	setDuration(&c.MinDrainDelay, d.MinDrainDelay)
+	setDuration(&c.BudgetMargin, d.BudgetMargin)
+	setDuration(&c.PreStopMargin, d.PreStopMargin)
+	if c.MaxConnPoints <= 0 {
+		c.MaxConnPoints = d.MaxConnPoints
+	}
+	return c
+}
+
+func setDuration(v *time.Duration, def time.Duration) {
+	if *v <= 0 {
+		*v = def
+	}
+}

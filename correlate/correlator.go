@@ -1,0 +1,149 @@
+package correlate
+
+import (
+	"sort"
+	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// Correlator turns the node's kernel and API events into Terminations. It
+// is not safe for concurrent use: the daemon feeds it from one goroutine.
+type Correlator struct {
+	cfg  Config
+	pods map[string]*podState
+	idx  index
+	// done holds complete terminations for Config.Retention; it also stops
+	// a replayed API event from starting a second termination of a pod.
+	done map[string]doneTermination
+	gaps []kernelGap
+	// unattributed counts kernel events no pod claimed, by type.
+	unattributed [256]uint64
+	// lastKernel is the latest kernel event time processed; replayUntil,
+	// set by Restore, drops kernel events already counted before the
+	// snapshot.
+	lastKernel, replayUntil time.Time
+}
+
+type doneTermination struct {
+	T  Termination `json:"t"`
+	At time.Time   `json:"at"` // when it became complete
+	// Hidden marks a pod that never ran: kept to ignore replays, not listed.
+	Hidden bool `json:"hidden,omitempty"`
+}
+
+// kernelGap is a span in which kernel events were lost or not collected.
+type kernelGap struct {
+	Reason string    `json:"reason"`
+	From   time.Time `json:"from"`
+	To     time.Time `json:"to"`
+}
+
+// New returns an empty Correlator.
+func New(cfg Config) *Correlator {
+	return &Correlator{
+		cfg:  cfg.withDefaults(),
+		pods: make(map[string]*podState),
+		idx:  newIndex(),
+		done: make(map[string]doneTermination),
+	}
+}
+
+// pod returns the state of uid, creating a placeholder when the daemon
+// learns of a pod from the node (netns, cgroup) before the API.
+func (c *Correlator) pod(uid string) *podState {
+	p := c.pods[uid]
+	if p == nil {
+		p = &podState{Pod: collector.Pod{UID: uid}}
+		c.pods[uid] = p
+	}
+	return p
+}
+
+// BindNetns records the network namespace inode of a pod's sandbox.
+func (c *Correlator) BindNetns(podUID string, ino uint32) {
+	if _, done := c.done[podUID]; done || ino == 0 {
+		return
+	}
+	p := c.pod(podUID)
+	if p.NetnsIno != 0 && c.idx.Netns[p.NetnsIno] == podUID {
+		delete(c.idx.Netns, p.NetnsIno)
+	}
+	// Inode numbers are reused once a namespace is freed: the latest
+	// binding wins.
+	p.NetnsIno = ino
+	c.idx.Netns[ino] = podUID
+}
+
+// BindCgroup records the cgroup id of one container of a pod.
+func (c *Correlator) BindCgroup(podUID, container string, cgroupID uint64) {
+	if _, done := c.done[podUID]; done || cgroupID == 0 {
+		return
+	}
+	p := c.pod(podUID)
+	if p.Cgroups == nil {
+		p.Cgroups = make(map[string]uint64)
+	}
+	p.Cgroups[container] = cgroupID
+	c.idx.Cgroups[cgroupID] = cgroupRef{UID: podUID, Container: container}
+}
+
+// Unattributed returns the number of kernel events no pod claimed, by type.
+func (c *Correlator) Unattributed() map[collector.EventType]uint64 {
+	m := make(map[collector.EventType]uint64)
+	for t, n := range c.unattributed {
+		if n > 0 {
+			m[collector.EventType(t)] = n
+		}
+	}
+	return m
+}
+
+// Get returns the termination of a pod, complete or in progress.
+func (c *Correlator) Get(uid string) (Termination, bool) {
+	if d, ok := c.done[uid]; ok {
+		return d.T, !d.Hidden
+	}
+	p := c.pods[uid]
+	if p == nil || p.Term == nil || p.Term.Tentative {
+		return Termination{}, false
+	}
+	return c.evaluate(p, false), true
+}
+
+// Terminations returns every termination in progress and every complete
+// one still retained, oldest first. Diagnoses of those in progress are
+// provisional.
+func (c *Correlator) Terminations() []Termination {
+	var ts []Termination
+	for uid := range c.pods {
+		if t, ok := c.Get(uid); ok {
+			ts = append(ts, t)
+		}
+	}
+	for _, d := range c.done {
+		if !d.Hidden {
+			ts = append(ts, d.T)
+		}
+	}
+	sort.Slice(ts, func(i, j int) bool {
+		a, b := startOf(ts[i]), startOf(ts[j])
+		if !a.Equal(b) {
+			return a.Before(b)
+		}
+		return ts[i].PodUID < ts[j].PodUID
+	})
+	return ts
+}
+
+// startOf is the earliest mark a termination has.
+func startOf(t Termination) time.Time {
+	m := t.Marks
+	var first time.Time
+	for _, x := range []time.Time{m.DeleteRequested, m.DeletionSeen, m.Killing, m.StopSignal, m.PodGone} {
+		if !x.IsZero() && (first.IsZero() || x.Before(first)) {
+			first = x
+		}
+	}
+	return first
+}

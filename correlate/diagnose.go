@@ -1,0 +1,170 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Outcome label values of drainwatch_terminations_total: what the
+// termination cost in traffic. A bounded set; risks without loss are
+// diagnoses, not outcomes.
+const (
+	OutcomeClean            = "clean"              // nothing lost, complete view
+	OutcomeRefused          = "refused"            // connections refused (before or after the stop signal)
+	OutcomeKilled           = "killed"             // requests killed by SIGKILL
+	OutcomeRefusedAndKilled = "refused_and_killed" // both
+	OutcomePartial          = "partial"            // nothing lost as far as the incomplete view shows
+)
+
+// Outcomes lists every Outcome value, for metrics initialisation and docs.
+func Outcomes() []string {
+	return []string{OutcomeClean, OutcomeRefused, OutcomeKilled, OutcomeRefusedAndKilled, OutcomePartial}
+}
+
+// outcomeOf names the loss first: a partial view still proves what it saw.
+func outcomeOf(t Termination) string {
+	refused := t.Counts.RefusedAfterSigterm+t.Counts.RefusedBeforeSigterm > 0
+	killed := t.Counts.RequestsKilledBySigkill > 0
+	switch {
+	case refused && killed:
+		return OutcomeRefusedAndKilled
+	case refused:
+		return OutcomeRefused
+	case killed:
+		return OutcomeKilled
+	case t.Partial:
+		return OutcomePartial
+	}
+	return OutcomeClean
+}
+
+// diagnose lists the findings about t in a fixed order; clean only when
+// nothing else was found and the view is complete.
+func diagnose(t Termination, prestopMessage string, cfg Config) []Diagnosis {
+	var ds []Diagnosis
+	ignored := stopSignalIgnored(t)
+	for _, d := range []*Diagnosis{
+		listenerClosedEarly(t, cfg), noDrainDelay(t, cfg), ignoredDiagnosis(t, ignored),
+		graceExceeded(t, ignored), requestsKilled(t, ignored), prestopFailed(t, prestopMessage),
+		budgetTooSmall(t, ignored, cfg),
+	} {
+		if d != nil {
+			ds = append(ds, *d)
+		}
+	}
+	if len(ds) == 0 && !t.Partial {
+		ds = append(ds, Diagnosis{Code: DiagClean, Message: fmt.Sprintf(
+			"no connection lost: %d accepted after the endpoint became not ready, exit code %d",
+			t.Counts.AcceptedAfterEndpointsNotReady, t.ExitCode)})
+	}
+	return ds
+}
+
+func listenerClosedEarly(t Termination, cfg Config) *Diagnosis {
+	n := t.Counts
+	if n.RefusedAfterSigterm+n.RefusedBeforeSigterm == 0 {
+		return nil
+	}
+	took, _ := routingTook(t)
+	return &Diagnosis{Code: DiagListenerClosedEarly,
+		Message: fmt.Sprintf("%d connections refused after the stop signal and %d before it: the listener closed %s after the stop signal while routing still sent traffic %s after the deletion",
+			n.RefusedAfterSigterm, n.RefusedBeforeSigterm, signedSpan(t.Marks.StopSignal, t.Marks.ListenerClosed), secs(took)),
+		Fix: fmt.Sprintf("add preStop sleep ≥ %ds: routing took %s", sleepFor(took, cfg), secs(took))}
+}
+
+func noDrainDelay(t Termination, cfg Config) *Diagnosis {
+	m := t.Marks
+	start := deletionRef(t)
+	if m.ListenerClosed.IsZero() || start.IsZero() || m.ListenerClosed.Sub(start) >= cfg.MinDrainDelay {
+		return nil
+	}
+	took, ok := routingTook(t)
+	if !ok {
+		took = cfg.MinDrainDelay
+	}
+	return &Diagnosis{Code: DiagNoDrainDelay,
+		Message: fmt.Sprintf("the listener closed %s after the deletion (%s after the stop signal): nothing kept the pod serving while routing converged",
+			secs(m.ListenerClosed.Sub(start)), signedSpan(m.StopSignal, m.ListenerClosed)),
+		Fix: fmt.Sprintf("add preStop sleep ≥ %ds or keep serving that long after the stop signal", sleepFor(took, cfg))}
+}
+
+// stopSignalIgnored: the stop signal was generated and nothing reacted —
+// no listener closed, no init exited — until SIGKILL.
+func stopSignalIgnored(t Termination) bool {
+	m := t.Marks
+	before := func(x time.Time) bool { return !x.IsZero() && x.Before(m.Sigkill) }
+	return !m.StopSignal.IsZero() && m.Sigkill.After(m.StopSignal) && !before(m.ListenerClosed) && !before(m.Exit)
+}
+
+func ignoredDiagnosis(t Termination, ignored bool) *Diagnosis {
+	if !ignored {
+		return nil
+	}
+	target := t.StopSignalTarget
+	if target == "" {
+		target = "?"
+	}
+	return &Diagnosis{Code: DiagStopSignalIgnored,
+		Message: fmt.Sprintf("%s to PID 1 (%s) had no effect for %s until SIGKILL: no listener closed, no exit",
+			signalName(t.StopSignal), target, secs(t.Marks.Sigkill.Sub(t.Marks.StopSignal))),
+		Fix: "PID 1 ignores signals it has no handler for: exec the server from the shell (exec ./server), run an init such as tini, or handle the signal"}
+}
+
+func graceExceeded(t Termination, ignored bool) *Diagnosis {
+	m := t.Marks
+	if m.Sigkill.IsZero() || ignored {
+		return nil
+	}
+	return &Diagnosis{Code: DiagGraceExceeded,
+		Message: fmt.Sprintf("still running when the grace period of %s ran out: SIGKILL %s after the stop signal",
+			secs(t.GracePeriod), signedSpan(m.StopSignal, m.Sigkill)),
+		Fix: fmt.Sprintf("finish the drain within the grace period or raise terminationGracePeriodSeconds above %s", secs(t.GracePeriod))}
+}
+
+func requestsKilled(t Termination, ignored bool) *Diagnosis {
+	n := t.Counts.RequestsKilledBySigkill
+	if n == 0 {
+		return nil
+	}
+	fix := "raise terminationGracePeriodSeconds above preStop + the longest request, or bound requests below the remaining grace"
+	if ignored {
+		fix = "make the server receive the stop signal so in-flight requests can finish"
+	}
+	return &Diagnosis{Code: DiagRequestsKilled,
+		Message: fmt.Sprintf("%d requests in flight were killed by SIGKILL %s after the stop signal (%d in flight at the stop signal)",
+			n, signedSpan(t.Marks.StopSignal, t.Marks.Sigkill), t.Counts.InflightAtStopSignal),
+		Fix: fix}
+}
+
+func prestopFailed(t Termination, message string) *Diagnosis {
+	if t.Marks.PrestopFailed.IsZero() {
+		return nil
+	}
+	return &Diagnosis{Code: DiagPrestopFailed,
+		Message: fmt.Sprintf("the preStop hook failed %s after Killing (kubelet: %q); the stop signal followed at once",
+			signedSpan(t.Marks.Killing, t.Marks.PrestopFailed), message),
+		Fix: "check that the preStop command exists in the image, or use the preStop sleep action"}
+}
+
+// budgetTooSmall: observed preStop + drain + margin do not fit in the
+// grace period. A drain cut by SIGKILL is a lower bound, so it still counts.
+func budgetTooSmall(t Termination, ignored bool, cfg Config) *Diagnosis {
+	m := t.Marks
+	if ignored || t.GracePeriod <= 0 || m.StopSignal.IsZero() || m.Exit.IsZero() {
+		return nil
+	}
+	var prestop time.Duration
+	if !m.Killing.IsZero() && m.StopSignal.After(m.Killing) {
+		prestop = m.StopSignal.Sub(m.Killing)
+	}
+	drain := m.Exit.Sub(m.StopSignal)
+	need := prestop + drain + cfg.BudgetMargin
+	if need <= t.GracePeriod {
+		return nil
+	}
+	return &Diagnosis{Code: DiagBudgetTooSmall,
+		Message: fmt.Sprintf("preStop %s + drain %s + margin %s = %s > grace period %s",
+			secs(prestop), secs(drain), secs(cfg.BudgetMargin), secs(need), secs(t.GracePeriod)),
+		Fix: fmt.Sprintf("set terminationGracePeriodSeconds ≥ %d", int(math.Ceil(need.Seconds())))}
+}

@@ -1,0 +1,164 @@
+package correlate
+
+import (
+	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// Kernel takes one kernel event. It is on the daemon's hot path: events of
+// pods that are not terminating cost a map lookup or two and, for an accept,
+// one store into a preallocated ring.
+func (c *Correlator) Kernel(e collector.Event) {
+	if !c.replayUntil.IsZero() && !e.Time.After(c.replayUntil) {
+		return // counted before the snapshot this correlator was restored from
+	}
+	if e.Time.After(c.lastKernel) {
+		c.lastKernel = e.Time
+	}
+	p, container := c.attribute(&e)
+	if p == nil {
+		c.unattributed[e.Type]++
+		return
+	}
+	p.KernelSeen = true
+	if p.Term == nil && isRare(e.Type) {
+		p.Early.push(&e)
+	}
+	c.dispatch(p, container, &e)
+}
+
+// isRare says whether events of type t are kept for replay when they arrive
+// before the termination they belong to. Accepts are too frequent; the
+// Accepts ring covers them.
+func isRare(t collector.EventType) bool {
+	return t != collector.EventAccept && t != collector.EventListenOpen
+}
+
+func (c *Correlator) dispatch(p *podState, container string, e *collector.Event) {
+	switch e.Type {
+	case collector.EventAccept:
+		c.accept(p, e)
+	case collector.EventListenOpen:
+		p.Listeners.open(e.SockCookie)
+	case collector.EventListenClose:
+		listenClose(p, e)
+	case collector.EventRefused:
+		c.refused(p.Term, e)
+	case collector.EventReset:
+		resetAtExit(p.Term, e)
+	case collector.EventSignal:
+		c.signal(p, container, e)
+	case collector.EventExit:
+		exit(p.Term, container, e)
+	case collector.EventConnClosedInflight:
+		inflightClosed(p.Term, e)
+	}
+}
+
+// replayEarly feeds the termination the rare events seen before it was
+// open, from the deletion request on: a preStop that killed the server
+// can be processed before the API event that began the termination.
+func (c *Correlator) replayEarly(p *podState) {
+	m := p.Term.T.Marks
+	floor := m.DeleteRequested
+	if floor.IsZero() {
+		floor = m.DeletionSeen.Add(-c.cfg.SignalLead)
+	}
+	for _, e := range p.Early.drain() {
+		switch {
+		case e.Time.Before(floor):
+		case e.Type == collector.EventListenClose:
+			// The listener set already saw this close; only the mark is due.
+			if !p.Listeners.Complete || len(p.Listeners.Open) == 0 {
+				p.Term.T.Marks.ListenerClosed = e.Time
+			}
+		default:
+			_, container := c.attribute(&e)
+			c.dispatch(p, container, &e)
+		}
+	}
+}
+
+func (c *Correlator) accept(p *podState, e *collector.Event) {
+	p.LastAccept = e.Time
+	p.Accepts.push(e.Time)
+	t := p.Term
+	if t == nil {
+		return
+	}
+	m := &t.T.Marks
+	m.LastAccept = e.Time
+	c.attempt(t, e.Time, false)
+	if !m.EndpointsNotReady.IsZero() && !e.Time.Before(m.EndpointsNotReady) {
+		t.T.Counts.AcceptedAfterEndpointsNotReady++
+	}
+	if !m.StopSignal.IsZero() && !e.Time.Before(m.StopSignal) {
+		t.AcceptedAfterStop = addCookie(t.AcceptedAfterStop, e.SockCookie)
+	}
+}
+
+// listenClose sets listener_closed when the pod's last listener closes.
+// When the set of listeners is not known to be complete, every close
+// during the termination moves the mark: the last one is the last listener.
+func listenClose(p *podState, e *collector.Event) {
+	last := p.Listeners.close(e.SockCookie)
+	t := p.Term
+	if t == nil {
+		return
+	}
+	m := &t.T.Marks
+	if last && m.ListenerClosed.IsZero() || !p.Listeners.Complete {
+		m.ListenerClosed = e.Time
+	}
+}
+
+// refused classifies a refusal: after the stop signal, or between
+// deletion_seen and the stop signal. Refusals before the termination are
+// kept in Early by Kernel and classified when deletion_seen is known.
+func (c *Correlator) refused(t *termState, e *collector.Event) {
+	if t == nil {
+		return
+	}
+	m := t.T.Marks
+	switch {
+	case !m.StopSignal.IsZero() && !e.Time.Before(m.StopSignal):
+		t.T.Counts.RefusedAfterSigterm++
+	case !t.Tentative && !e.Time.Before(deletionStart(t)):
+		t.T.Counts.RefusedBeforeSigterm++
+	default:
+		return
+	}
+	c.attempt(t, e.Time, true)
+}
+
+// deletionStart is deletion_seen, or the start of a termination whose
+// graceful deletion was never seen (a force delete).
+func deletionStart(t *termState) time.Time {
+	if !t.T.Marks.DeletionSeen.IsZero() {
+		return t.T.Marks.DeletionSeen
+	}
+	return t.Start
+}
+
+// attempt records a connection attempt for routing_lag_observed and the
+// timeline.
+func (c *Correlator) attempt(t *termState, at time.Time, refused bool) {
+	if at.After(t.T.LastConnAttempt) {
+		t.T.LastConnAttempt = at
+	}
+	if len(t.T.Connections) < c.cfg.MaxConnPoints {
+		t.T.Connections = append(t.T.Connections, ConnPoint{Time: at, Refused: refused})
+	}
+}
+
+func addCookie(set map[uint64]bool, cookie uint64) map[uint64]bool {
+	if cookie == 0 || len(set) >= maxTrackedCookies {
+		return set
+	}
+	if set == nil {
+		set = make(map[uint64]bool)
+	}
+	set[cookie] = true
+	return set
+}

@@ -1,0 +1,152 @@
+package correlate
+
+import (
+	"slices"
+	"sort"
+	"time"
+)
+
+// Partial reasons the correlator gives itself; KernelGap reasons are the
+// caller's (e.g. "events_lost", "probe_unavailable", "daemon_down").
+const (
+	PartialStartedLate   = "daemon_started_during_termination"
+	PartialNoStopSignal  = "stop_signal_not_seen"
+	PartialNoExit        = "exit_not_seen"
+	PartialAcceptHistory = "accept_history_overflow"
+	maxGaps              = 64
+	minStopGrace         = 2 * time.Second // the kubelet's floor for the stop budget
+)
+
+// KernelGap records a span in which kernel events were lost or not
+// collected (ring buffer full, a probe unavailable, the daemon down).
+// Terminations overlapping it are partial with that reason. Open listeners
+// may have been missed, so every pod's listener set stops being complete.
+func (c *Correlator) KernelGap(reason string, from, to time.Time) {
+	if len(c.gaps) == maxGaps {
+		c.gaps = c.gaps[1:]
+	}
+	c.gaps = append(c.gaps, kernelGap{Reason: reason, From: from, To: to})
+	for _, p := range c.pods {
+		p.Listeners.Complete = false
+	}
+}
+
+// Tick completes the terminations whose pod is gone and whose kernel tail
+// has elapsed at now, returns them (oldest first), and forgets what
+// Retention no longer keeps.
+func (c *Correlator) Tick(now time.Time) []Termination {
+	var out []Termination
+	for uid, p := range c.pods {
+		t := p.Term
+		switch {
+		case t == nil:
+		case t.Tentative && now.Sub(t.Start) > c.cfg.SignalLead:
+			p.Term = nil // a stop signal with no deletion: a container restart
+		case !t.T.Marks.PodGone.IsZero() && !now.Before(c.deadline(p)):
+			if d := c.complete(uid, p, now); !d.Hidden {
+				out = append(out, d.T)
+			}
+		}
+	}
+	c.expire(now)
+	sort.Slice(out, func(i, j int) bool { return startOf(out[i]).Before(startOf(out[j])) })
+	return out
+}
+
+// deadline is when a gone pod's termination is complete: KernelTail after
+// pod_gone, and while an init's exit has not been seen, no earlier than the
+// last moment the runtime can still SIGKILL it (grace, with the kubelet's
+// 2 s floor, plus KernelTail).
+func (c *Correlator) deadline(p *podState) time.Time {
+	t := p.Term
+	d := t.T.Marks.PodGone.Add(c.cfg.KernelTail)
+	if allExited(p) {
+		return d
+	}
+	grace := max(t.T.GracePeriod, minStopGrace)
+	return later(d, deletionStart(t).Add(grace+minStopGrace+c.cfg.KernelTail))
+}
+
+// allExited says whether every container's init has exited. Without
+// cgroup bindings only a single-container pod can be judged.
+func allExited(p *podState) bool {
+	t := p.Term
+	if len(p.Cgroups) == 0 {
+		return t.SawInitExit && len(p.Pod.Containers) <= 1
+	}
+	for name := range p.Cgroups {
+		if !t.InitExited[name] {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Correlator) complete(uid string, p *podState, now time.Time) doneTermination {
+	t := c.evaluate(p, true)
+	t.Complete = true
+	c.idx.forget(p)
+	delete(c.pods, uid)
+	// A pod that never ran (deleted while pending, or long finished) has no
+	// termination to report; it is kept only to ignore replays.
+	d := doneTermination{T: t, At: now, Hidden: !p.Term.Ran}
+	c.done[uid] = d
+	return d
+}
+
+func (c *Correlator) expire(now time.Time) {
+	horizon := now.Add(-c.cfg.Retention)
+	for uid, d := range c.done {
+		if d.At.Before(horizon) {
+			delete(c.done, uid)
+		}
+	}
+	c.gaps = slices.DeleteFunc(c.gaps, func(g kernelGap) bool { return g.To.Before(horizon) })
+}
+
+// evaluate returns the record of p's termination with partial reasons,
+// diagnoses and outcome. Missing marks only make a final record partial:
+// in progress they may still come.
+func (c *Correlator) evaluate(p *podState, final bool) Termination {
+	ts := p.Term
+	t := ts.T
+	t.Connections = slices.Clone(t.Connections)
+	t.PartialReasons = slices.Clone(t.PartialReasons)
+	if ts.StartedLate {
+		addPartial(&t, PartialStartedLate)
+	}
+	for _, g := range c.gaps {
+		if overlaps(g, startOf(t), c.end(p)) {
+			addPartial(&t, g.Reason)
+		}
+	}
+	if final && ts.Ran && t.Marks.Exit.IsZero() {
+		if t.Marks.StopSignal.IsZero() {
+			addPartial(&t, PartialNoStopSignal)
+		}
+		addPartial(&t, PartialNoExit)
+	}
+	t.Diagnoses = diagnose(t, ts.PrestopMessage, c.cfg)
+	t.Outcome = outcomeOf(t)
+	return t
+}
+
+// end is the last moment a kernel event can still belong to p's
+// termination (zero while the pod is not gone: open-ended).
+func (c *Correlator) end(p *podState) time.Time {
+	if p.Term.T.Marks.PodGone.IsZero() {
+		return time.Time{}
+	}
+	return c.deadline(p)
+}
+
+func overlaps(g kernelGap, from, to time.Time) bool {
+	return !g.To.Before(from) && (to.IsZero() || !g.From.After(to))
+}
+
+func addPartial(t *Termination, reason string) {
+	t.Partial = true
+	if !slices.Contains(t.PartialReasons, reason) {
+		t.PartialReasons = append(t.PartialReasons, reason)
+	}
+}

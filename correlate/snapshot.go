@@ -1,0 +1,90 @@
+package correlate
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// State is the correlator's whole state, JSON-serialisable, for restart
+// safety: the daemon persists it and restores it after a restart.
+type State struct {
+	Pods         map[string]*podState           `json:"pods"`
+	Index        index                          `json:"index"`
+	Done         map[string]doneTermination     `json:"done"`
+	Gaps         []kernelGap                    `json:"gaps,omitempty"`
+	Unattributed map[collector.EventType]uint64 `json:"unattributed,omitempty"`
+	// KernelWatermark is the latest kernel event time counted. After a
+	// restore, kernel events at or before it are replays and are dropped;
+	// the daemon should report KernelGap("daemon_down", KernelWatermark,
+	// restart time) for what it could not see while down.
+	KernelWatermark time.Time `json:"kernel_watermark,omitzero"`
+}
+
+// Snapshot returns a deep copy of the state: it shares nothing with the
+// correlator, so it may be serialised while events keep flowing. It fails
+// only when a time cannot be represented in JSON (a year outside 0-9999).
+func (c *Correlator) Snapshot() (State, error) {
+	s := State{
+		Pods: c.pods, Index: c.idx, Done: c.done, Gaps: c.gaps,
+		Unattributed: c.Unattributed(), KernelWatermark: c.lastKernel,
+	}
+	return clone(s)
+}
+
+// Restore replaces the correlator's state with s. Replayed events count
+// nothing twice: API events are idempotent (first marks win, complete
+// terminations ignore them) and kernel events up to the watermark are
+// dropped.
+func (c *Correlator) Restore(s State) error {
+	s, err := clone(s)
+	if err != nil {
+		return err
+	}
+	c.pods, c.idx, c.done, c.gaps = s.Pods, s.Index, s.Done, s.Gaps
+	if c.pods == nil {
+		c.pods = make(map[string]*podState)
+	}
+	if c.done == nil {
+		c.done = make(map[string]doneTermination)
+	}
+	if c.idx.Netns == nil || c.idx.Cgroups == nil || c.idx.IPs == nil {
+		c.idx = newIndex()
+		for _, p := range c.pods {
+			c.reindex(p)
+		}
+	}
+	c.unattributed = [256]uint64{}
+	for t, n := range s.Unattributed {
+		c.unattributed[t] = n
+	}
+	c.lastKernel, c.replayUntil = s.KernelWatermark, s.KernelWatermark
+	return nil
+}
+
+// reindex rebuilds a pod's index entries (for a State without an index).
+func (c *Correlator) reindex(p *podState) {
+	if p.NetnsIno != 0 {
+		c.idx.Netns[p.NetnsIno] = p.Pod.UID
+	}
+	for name, id := range p.Cgroups {
+		c.idx.Cgroups[id] = cgroupRef{UID: p.Pod.UID, Container: name}
+	}
+	c.idx.ownIP(p.Pod.IP, p.Pod.UID, time.Time{})
+}
+
+// clone deep-copies a State through its JSON form, the form it is
+// persisted in, so a snapshot that round-trips here round-trips on disk.
+func clone(s State) (State, error) {
+	var out State
+	b, err := json.Marshal(s)
+	if err != nil {
+		return out, fmt.Errorf("serialising correlator state: %w", err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return out, fmt.Errorf("deserialising correlator state: %w", err)
+	}
+	return out, nil
+}

@@ -54,8 +54,8 @@ func killedTermination() correlate.Termination {
 func barePod() correlate.Termination {
 	return correlate.Termination{
 		PodUID: "uid-c", Pod: "lonely-pod", Node: "node-1",
-		Workload: collector.Workload{Namespace: "default", Kind: "none", Name: "lonely-pod"},
-		Marks:    correlate.Marks{StopSignal: at(0), Exit: at(0.25)},
+		Workload:  collector.Workload{Namespace: "default", Kind: "none", Name: "lonely-pod"},
+		Marks:     correlate.Marks{StopSignal: at(0), Exit: at(0.25)},
 		Diagnoses: []correlate.Diagnosis{{Code: correlate.DiagClean, Message: "no connection lost"}},
 		Outcome:   "clean", Complete: true,
 	}

@@ -1,0 +1,111 @@
+package exporter
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/drainwatch/drainwatch/correlate"
+)
+
+// TerminationSource is what the exporter reads terminations from: the
+// correlator (completed and in-progress records).
+type TerminationSource interface {
+	Terminations() []correlate.Termination
+	Get(uid string) (correlate.Termination, bool)
+}
+
+// Filter selects terminations: empty fields match everything. Since keeps
+// terminations with a mark at or after it.
+type Filter struct {
+	Namespace string
+	Workload  string
+	Pod       string
+	Since     time.Time
+}
+
+// Match reports whether t passes the filter.
+func (f Filter) Match(t correlate.Termination) bool {
+	switch {
+	case f.Namespace != "" && t.Workload.Namespace != f.Namespace:
+		return false
+	case f.Workload != "" && t.Workload.Name != f.Workload:
+		return false
+	case f.Pod != "" && t.Pod != f.Pod:
+		return false
+	case !f.Since.IsZero() && lastTime(t).Before(f.Since):
+		return false
+	}
+	return true
+}
+
+// ParseFilter reads namespace, workload, pod and since from a query. since
+// is RFC 3339 or a duration back from now ("15m").
+func ParseFilter(q url.Values, now time.Time) (Filter, error) {
+	f := Filter{Namespace: q.Get("namespace"), Workload: q.Get("workload"), Pod: q.Get("pod")}
+	s := q.Get("since")
+	if s == "" {
+		return f, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		f.Since = now.Add(-d)
+		return f, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return f, fmt.Errorf("since=%q is neither RFC 3339 nor a duration like 15m", s)
+	}
+	f.Since = t
+	return f, nil
+}
+
+// Select returns the terminations of src that pass f, sorted by start time.
+func Select(src TerminationSource, f Filter) []correlate.Termination {
+	var out []correlate.Termination
+	for _, t := range src.Terminations() {
+		if f.Match(t) {
+			out = append(out, t)
+		}
+	}
+	sortTerminations(out)
+	return out
+}
+
+// TerminationList is the body of GET /api/v1/terminations.
+type TerminationList struct {
+	Terminations []TerminationView `json:"terminations"`
+}
+
+func (s *Server) listTerminations(w http.ResponseWriter, r *http.Request) {
+	f, err := ParseFilter(r.URL.Query(), s.now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	list := TerminationList{Terminations: []TerminationView{}}
+	for _, t := range Select(s.source, f) {
+		list.Terminations = append(list.Terminations, NewTerminationView(t))
+	}
+	s.writeJSON(w, list)
+}
+
+func (s *Server) getTermination(w http.ResponseWriter, r *http.Request) {
+	uid := r.PathValue("uid")
+	t, ok := s.source.Get(uid)
+	if !ok {
+		http.Error(w, fmt.Sprintf("no termination of pod uid %q on this node", uid), http.StatusNotFound)
+		return
+	}
+	s.writeJSON(w, NewTerminationView(t))
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		s.log.Debug().Err(err).Msg("writing API response")
+	}
+}

@@ -1,0 +1,103 @@
+package exporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+)
+
+// ServerConfig wires the daemon's HTTP server.
+type ServerConfig struct {
+	Source  TerminationSource
+	Metrics *Metrics
+	// Ready returns nil once the daemon serves correct data (informers
+	// synced, probes attached); /readyz reports its error otherwise. Nil
+	// means always ready.
+	Ready func() error
+	Log   zerolog.Logger
+	// Now is time.Now when nil.
+	Now func() time.Time
+}
+
+// Server serves /metrics, /api/v1/terminations, /ui, /healthz and /readyz.
+type Server struct {
+	source  TerminationSource
+	metrics *Metrics
+	ready   func() error
+	log     zerolog.Logger
+	now     func() time.Time
+	mux     *http.ServeMux
+}
+
+// NewServer builds the server's routes.
+func NewServer(cfg ServerConfig) *Server {
+	s := &Server{source: cfg.Source, metrics: cfg.Metrics, ready: cfg.Ready, log: cfg.Log, now: cfg.Now, mux: http.NewServeMux()}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.ready == nil {
+		s.ready = func() error { return nil }
+	}
+	if s.metrics != nil {
+		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.Registry(), promhttp.HandlerOpts{ErrorLog: promLogger{s.log}}))
+	}
+	s.mux.HandleFunc("GET /api/v1/terminations", s.listTerminations)
+	s.mux.HandleFunc("GET /api/v1/terminations/{uid}", s.getTermination)
+	s.mux.HandleFunc("GET /ui", s.timelinePage)
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	return s
+}
+
+// Handler is the server's root handler (tests mount it on httptest).
+func (s *Server) Handler() http.Handler { return s.mux }
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if err := s.ready(); err != nil {
+		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+// Serve serves on l until ctx is done, then shuts down within 5 s.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving HTTP on %s: %w", l.Addr(), err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutting down HTTP server: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving HTTP on %s: %w", l.Addr(), err)
+	}
+	return nil
+}
+
+// ListenAndServe listens on addr (":9090") and serves until ctx is done.
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	s.log.Info().Str("addr", l.Addr().String()).Msg("serving metrics, API and UI")
+	return s.Serve(ctx, l)
+}
+
+// promLogger routes promhttp's errors to zerolog.
+type promLogger struct{ log zerolog.Logger }
+
+func (p promLogger) Println(v ...any) { p.log.Error().Msg(fmt.Sprint(v...)) }

@@ -1,0 +1,35 @@
+package exporter
+
+import (
+	"bytes"
+	_ "embed"
+	"html/template"
+	"net/http"
+)
+
+//go:embed ui.html
+var pageSource string
+
+// pageTemplate renders /ui: one server-side SVG timeline per termination,
+// no script and nothing fetched from elsewhere, so it reads the same from a
+// port-forward on an air-gapped cluster.
+var pageTemplate = template.Must(template.New("ui").Funcs(template.FuncMap{
+	"add": func(a, b int) int { return a + b },
+	"sub": func(a, b int) int { return a - b },
+}).Parse(pageSource))
+
+func (s *Server) timelinePage(w http.ResponseWriter, r *http.Request) {
+	f, err := ParseFilter(r.URL.Query(), s.now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, newPageView(Select(s.source, f), s.now())); err != nil {
+		s.log.Error().Err(err).Msg("rendering the timeline page")
+		http.Error(w, "rendering the timeline page failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}

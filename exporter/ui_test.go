@@ -1,0 +1,162 @@
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"html"
+	"image"
+	"image/png"
+	"net"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/drainwatch/drainwatch/testenv/privileged"
+)
+
+func TestTimelinePageHTML(t *testing.T) {
+	ts := testServer(t, nil)
+	code, raw := get(t, ts.URL+"/ui?pod=web-6d4f-a")
+	if code != 200 {
+		t.Fatalf("status %d: %s", code, raw)
+	}
+	body := html.UnescapeString(raw)
+	for _, want := range []string{"shop/web-6d4f-a — refused", "refused after SIGTERM: 44",
+		"stop_signal +0.000s", "listener_closed +0.125s", "fix: set preStop sleep ≥ 2 s: routing took 1.0 s"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for _, banned := range []string{"<script", "http://", "https://"} {
+		if strings.Contains(body, banned) {
+			t.Errorf("page contains %q: it must be self-contained", banned)
+		}
+	}
+}
+
+// TestTimelineScreenshot renders /ui in headless Chromium and checks that
+// each mark's colour is painted at the x position the layout computed, and
+// nowhere else; and the accepted/refused ticks likewise.
+func TestTimelineScreenshot(t *testing.T) {
+	privileged.RequireRoot(t) // Chromium needs --no-sandbox as root; CI runs as root
+	privileged.RequireFile(t, "/usr/bin/chromium", "Debian's chromium (testenv/scripts/install-deps.sh)")
+	term := naiveTermination()
+	srv := NewServer(ServerConfig{Source: fakeSource{term}, Log: zerolog.Nop()})
+	ts := httptest.NewUnstartedServer(srv.Handler())
+	ts.Listener.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Listener = l
+	ts.Start()
+	defer ts.Close()
+
+	img := screenshot(t, ts.URL+"/ui", 1000, 420)
+	columns := colourColumns(img)
+	scale := newTimeScale(term)
+	for _, m := range MarkList(term.Marks) {
+		assertColumns(t, m.Name, columns[MarkColors[m.Name]], []float64{scale.X(m.Time)})
+	}
+	var accepted, refused []float64
+	for _, c := range term.Connections {
+		if c.Refused {
+			refused = append(refused, scale.X(c.Time)+1)
+		} else {
+			accepted = append(accepted, scale.X(c.Time)+1)
+		}
+	}
+	assertColumns(t, "accepted", columns[AcceptedColor], accepted)
+	assertColumns(t, "refused", columns[RefusedColor], refused)
+}
+
+// assertColumns checks that colour was painted within 3 px of every
+// expected x and nowhere else.
+func assertColumns(t *testing.T, what string, got map[int]bool, want []float64) {
+	t.Helper()
+	near := func(x int) bool {
+		for _, w := range want {
+			if d := float64(x) - w; d >= -3 && d <= 3 {
+				return true
+			}
+		}
+		return false
+	}
+	for _, w := range want {
+		found := false
+		for x := int(w) - 3; x <= int(w)+3; x++ {
+			found = found || got[x]
+		}
+		if !found {
+			t.Errorf("%s: no pixel of its colour near x=%.1f (columns with it: %v)", what, w, keys(got))
+		}
+	}
+	for x := range got {
+		if !near(x) {
+			t.Errorf("%s: its colour painted at x=%d, far from %v", what, x, want)
+		}
+	}
+}
+
+func keys(m map[int]bool) []int {
+	var out []int
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// colourColumns maps "#rrggbb" to the set of x columns where it appears.
+func colourColumns(img image.Image) map[string]map[int]bool {
+	out := map[string]map[int]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			c := fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, bl>>8)
+			if out[c] == nil {
+				out[c] = map[int]bool{}
+			}
+			out[c][x] = true
+		}
+	}
+	return out
+}
+
+// screenshot runs headless Chromium against url and decodes its PNG. Set
+// DRAINWATCH_UI_SCREENSHOT=path to keep a copy for a person to look at.
+func screenshot(t *testing.T, url string, w, h int) image.Image {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "ui.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+		"--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
+		"--disable-sync", "--hide-scrollbars", "--force-device-scale-factor=1", "--force-color-profile=srgb",
+		"--user-data-dir="+filepath.Join(dir, "profile"), "--screenshot="+file,
+		fmt.Sprintf("--window-size=%d,%d", w, h), url)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatalf("chromium wrote no screenshot: %v", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("decoding the screenshot: %v", err)
+	}
+	if keep := os.Getenv("DRAINWATCH_UI_SCREENSHOT"); keep != "" {
+		data, _ := os.ReadFile(file)
+		_ = os.WriteFile(keep, data, 0o644)
+	}
+	return img
+}

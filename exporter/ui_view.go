@@ -1,0 +1,93 @@
+package exporter
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/drainwatch/drainwatch/correlate"
+)
+
+// timelineView is everything the page template prints for one termination;
+// every coordinate is computed here so the template only formats.
+type timelineView struct {
+	Title, Subtitle, Outcome string
+	Counts                   correlate.Counts
+	Diagnoses                []correlate.Diagnosis
+	Partial                  []string
+	Marks                    []markView
+	Accepted, Refused        []float64
+	Ticks                    []axisTick
+	Geometry                 geometry
+}
+
+// markView is one mark: a full-height line, and a flag in the mark's own
+// label row so that marks at the same instant (delete_requested, killing,
+// stop_signal without preStop) each stay visible.
+type markView struct {
+	Name, Color, Rel string
+	X, LabelY        float64
+	FlagX, FlagY     float64
+	Anchor           string // text-anchor: start, or end near the right edge
+	DX               float64
+}
+
+// geometry exposes the layout constants to the template.
+type geometry struct {
+	Width, Height, PlotLeft, PlotRight, AcceptedLane, RefusedLane, LaneHeight, AxisY, MarksTop int
+}
+
+var pageGeometry = geometry{svgWidth, svgHeight, plotLeft, plotRight, acceptedLane, refusedLane, laneHeight, axisY, labelRows*labelRowH + 4}
+
+func newTimelineView(t correlate.Termination) timelineView {
+	s := newTimeScale(t)
+	w := t.Workload
+	v := timelineView{
+		Title:     fmt.Sprintf("%s/%s", w.Namespace, t.Pod),
+		Subtitle:  fmt.Sprintf("%s %s revision %s · node %s · grace %s · uid %s", w.Kind, w.Name, w.Revision, t.Node, t.GracePeriod, t.PodUID),
+		Outcome:   t.Outcome,
+		Counts:    t.Counts,
+		Diagnoses: t.Diagnoses,
+		Partial:   t.PartialReasons,
+		Ticks:     s.ticks(),
+		Geometry:  pageGeometry,
+	}
+	var rows labelRowSet
+	for _, m := range MarkList(t.Marks) {
+		mv := markView{Name: m.Name, Color: MarkColors[m.Name], Rel: s.rel(m.Time), X: s.X(m.Time), Anchor: "start", DX: 4}
+		width := float64(len(mv.Name)+len(mv.Rel)+2) * labelCharW
+		from, to := mv.X-3, mv.X+width
+		if to > svgWidth {
+			mv.Anchor, mv.DX = "end", -4
+			from, to = mv.X-width, mv.X+3
+		}
+		row := rows.place(from, to)
+		mv.LabelY = float64(row+1) * labelRowH
+		mv.FlagX, mv.FlagY = mv.X-1.5, mv.LabelY-10
+		v.Marks = append(v.Marks, mv)
+	}
+	for _, c := range t.Connections {
+		if c.Refused {
+			v.Refused = append(v.Refused, s.X(c.Time))
+		} else {
+			v.Accepted = append(v.Accepted, s.X(c.Time))
+		}
+	}
+	return v
+}
+
+// pageView is the whole /ui page.
+type pageView struct {
+	Generated string
+	Timelines []timelineView
+}
+
+// maxTimelines bounds the page: the most recent terminations first.
+const maxTimelines = 50
+
+func newPageView(ts []correlate.Termination, now time.Time) pageView {
+	p := pageView{Generated: now.UTC().Format(time.RFC3339)}
+	for i := len(ts) - 1; i >= 0 && len(p.Timelines) < maxTimelines; i-- {
+		p.Timelines = append(p.Timelines, newTimelineView(ts[i]))
+	}
+	return p
+}

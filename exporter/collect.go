@@ -1,6 +1,10 @@
 package exporter
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drainwatch/drainwatch/correlate"
+)
 
 var (
 	rolloutLabelNames  = []string{"namespace", "workload_kind", "workload", "revision"}
@@ -59,7 +63,7 @@ func collectRevision(ch chan<- prometheus.Metric, rs *revisionState) {
 
 func collectWorkload(ch chan<- prometheus.Metric, ws *workloadState) {
 	l := ws.labels[:]
-	for _, phase := range phases {
+	for _, phase := range correlate.PhaseNames() {
 		if h := ws.phases[phase]; h.count > 0 {
 			ch <- h.metric(phaseDesc, append(l[:3:3], phase)...)
 		}

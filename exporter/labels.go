@@ -1,6 +1,9 @@
 package exporter
 
-import "github.com/drainwatch/drainwatch/collector"
+import (
+	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/correlate"
+)
 
 // Label cardinality. Every label value is drawn from a bounded set so that a
 // node's series count stays proportional to the workloads it runs, never to
@@ -21,7 +24,7 @@ import "github.com/drainwatch/drainwatch/collector"
 //   - type: collector.EventTypes() names, a fixed list.
 var (
 	workloadKinds = set("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "none")
-	outcomes      = set("clean", "refused", "killed", "refused_and_killed", "partial")
+	outcomes      = set(correlate.Outcomes()...)
 )
 
 func set(values ...string) map[string]bool {

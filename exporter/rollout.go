@@ -33,7 +33,7 @@ func newRevisionState(labels [4]string) *revisionState {
 func newWorkloadState(labels [3]string) *workloadState {
 	ws := &workloadState{labels: labels, phases: map[string]*histogram{},
 		routingLag: newHistogram(routingLagBuckets)}
-	for _, p := range phases {
+	for _, p := range correlate.PhaseNames() {
 		ws.phases[p] = newHistogram(phaseBuckets)
 	}
 	return ws
@@ -48,10 +48,12 @@ func (r *revisionState) add(t correlate.Termination, now time.Time) {
 }
 
 func (w *workloadState) add(t correlate.Termination, now time.Time) {
-	for phase, d := range phaseDurations(t) {
-		w.phases[phase].observe(d.Seconds())
+	for phase, d := range t.Phases() {
+		if h := w.phases[phase]; h != nil {
+			h.observe(d.Seconds())
+		}
 	}
-	if lag, ok := routingLag(t); ok {
+	if lag, ok := t.RoutingLag(); ok {
 		w.routingLag.observe(lag.Seconds())
 	}
 	w.updated = now

@@ -17,22 +17,11 @@ type TerminationView struct {
 	Durations map[string]float64 `json:"durations_seconds,omitempty"`
 }
 
-// durationNames maps phase labels to the DESIGN.md derived duration names.
-var durationNames = map[string]string{
-	PhasePrestop:            "prestop_duration",
-	PhaseListenerCloseDelay: "listener_close_delay",
-	PhaseDrain:              "drain_duration",
-	PhaseGraceUsed:          "grace_used",
-}
-
 // NewTerminationView adds the derived durations to t.
 func NewTerminationView(t correlate.Termination) TerminationView {
 	v := TerminationView{Termination: t, Durations: map[string]float64{}}
-	for phase, d := range phaseDurations(t) {
-		v.Durations[durationNames[phase]] = d.Seconds()
-	}
-	if lag, ok := routingLag(t); ok {
-		v.Durations["routing_lag_observed"] = lag.Seconds()
+	for name, d := range t.Durations() {
+		v.Durations[name] = d.Seconds()
 	}
 	return v
 }

@@ -132,6 +132,10 @@ type Event struct {
 	SenderPID  uint32
 	SenderComm Comm
 	TargetInit bool
+	// SignalResult is what the kernel did with the signal when it was
+	// generated: a stop signal "ignored" by a namespace init without a
+	// handler is the evidence for stop_signal_ignored. (Added by issue 2.)
+	SignalResult SignalResult
 
 	// Exit fields: ExitCode is the shell-style status (0-255, 128+signal when
 	// the process died of a signal); ExitSignal the terminating signal or 0.

@@ -1,0 +1,223 @@
+/* Shared by every drainwatch BPF object: the event record Go decodes, the
+ * maps user space shares between objects (scopes, ring buffer, lost counter,
+ * in-flight bookkeeping) and the scope checks.
+ *
+ * Each *.bpf.c file is one concern and one object. The maps are defined here
+ * in each of them; the Go loader creates them once and hands the same maps
+ * to every object (MapReplacements), so they behave as one program. */
+#pragma once
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define AF_INET 2
+#define AF_INET6 10
+#define PF_EXITING 0x00000004
+#define SIGKILL 9
+#define SHUTDOWN_MASK 3
+
+/* TCP states (include/net/tcp_states.h): stable kernel ABI. */
+enum {
+	DW_TCP_ESTABLISHED = 1,
+	DW_TCP_SYN_RECV = 3,
+	DW_TCP_FIN_WAIT1 = 4,
+	DW_TCP_CLOSE = 7,
+	DW_TCP_CLOSE_WAIT = 8,
+	DW_TCP_LAST_ACK = 9,
+	DW_TCP_LISTEN = 10,
+};
+
+/* Event types: same numbers as collector.EventType. */
+enum event_type {
+	EV_ACCEPT = 1,
+	EV_LISTEN_OPEN = 2,
+	EV_LISTEN_CLOSE = 3,
+	EV_REFUSED = 4,
+	EV_RESET = 5,
+	EV_SIGNAL = 6,
+	EV_EXIT = 7,
+	EV_CONN_CLOSED_INFLIGHT = 8,
+};
+
+/* Close causes: same numbers as collector.CloseCause. */
+enum close_cause {
+	CAUSE_SIGKILL = 1,
+	CAUSE_SIGNAL = 2,
+	CAUSE_CLOSE = 3,
+};
+
+/* One kernel observation. Fields are ordered by size so the struct has no
+ * implicit padding; Go gets the same layout from bpf2go (-type event). */
+struct event {
+	__u64 ts_ns;       /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
+	__u64 cgroup_id;
+	__u64 cookie;      /* socket cookie, 0 when no socket exists */
+	__u32 netns;
+	__u32 pid;         /* tgid */
+	__u32 tid;
+	__u32 reason;      /* RST reason */
+	__u32 signal;
+	__u32 sender_pid;
+	__s32 exit_status; /* raw wait status (task->exit_code) */
+	__u32 signal_result;
+	__u8 laddr[16];    /* network byte order; IPv4 in the first 4 bytes */
+	__u8 raddr[16];
+	__u16 lport;       /* host byte order */
+	__u16 rport;
+	__u16 family;
+	__u8 type;
+	__u8 cause;
+	__u8 target_init;
+	__u8 pad[7];
+	char comm[16];
+	char sender_comm[16];
+};
+
+/* A watched scope: a network namespace inode or a cgroup v2 id. */
+enum scope_kind {
+	SCOPE_NETNS = 1,
+	SCOPE_CGROUP = 2,
+};
+
+struct scope_key {
+	__u64 id;
+	__u32 kind;
+	__u32 pad;
+};
+
+/* Per accepted connection in a watched scope: whether the last data the
+ * server moved was a read of request bytes (not yet answered). */
+struct conn {
+	__u64 cookie;
+	__u8 unanswered;
+	__u8 pad[7];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct scope_key);
+	__type(value, __u8);
+} scopes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+} events SEC(".maps");
+
+/* Ring-buffer reserve failures, per CPU, summed by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost SEC(".maps");
+
+/* Keyed by the struct sock address: the only identity every hook sees. LRU
+ * so connections whose teardown we miss cannot fill it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, struct conn);
+} conns SEC(".maps");
+
+/* Set by `drainwatch trace` without filters; the verifier prunes the map
+ * lookups when it is false at load time. */
+volatile const bool watch_all = false;
+
+static __always_inline bool scope_watched(__u32 kind, __u64 id)
+{
+	struct scope_key key = { .id = id, .kind = kind };
+	return bpf_map_lookup_elem(&scopes, &key) != NULL;
+}
+
+static __always_inline bool netns_watched(__u32 ino)
+{
+	return watch_all || scope_watched(SCOPE_NETNS, ino);
+}
+
+static __always_inline __u32 sock_netns(const struct sock *sk)
+{
+	return BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+}
+
+static __always_inline __u64 task_cgroup_id(struct task_struct *t)
+{
+	return BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id);
+}
+
+static __always_inline __u32 task_netns(struct task_struct *t)
+{
+	return BPF_CORE_READ(t, nsproxy, net_ns, ns.inum);
+}
+
+/* The task's thread-group pid as its own pid namespace numbers it: 1 for a
+ * container's init, which ignores signals it has no handler for. */
+static __always_inline bool is_ns_init(struct task_struct *t)
+{
+	struct pid *p = BPF_CORE_READ(t, group_leader, thread_pid);
+	unsigned int level = BPF_CORE_READ(p, level);
+	struct upid up = {};
+	if (level > 32)
+		return false;
+	bpf_probe_read_kernel(&up, sizeof(up), &p->numbers[level]);
+	return up.nr == 1;
+}
+
+/* A task is in scope when its cgroup or its network namespace is watched:
+ * at most two lookups, on rare events only (signals, exits). */
+static __always_inline bool task_watched(struct task_struct *t)
+{
+	if (watch_all)
+		return true;
+	return scope_watched(SCOPE_CGROUP, task_cgroup_id(t)) ||
+	       scope_watched(SCOPE_NETNS, task_netns(t));
+}
+
+static __always_inline struct event *event_reserve(__u8 type)
+{
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e) {
+		__u32 zero = 0;
+		__u64 *n = bpf_map_lookup_elem(&lost, &zero);
+		if (n)
+			(*n)++;
+		return NULL;
+	}
+	__builtin_memset(e, 0, sizeof(*e));
+	e->type = type;
+	e->ts_ns = bpf_ktime_get_ns();
+	return e;
+}
+
+/* Fill the addresses of a socket from its sock_common, the part shared by
+ * full, request and timewait sockets (RST paths may hand us any of them). */
+static __always_inline void event_sock_addrs(struct event *e, const struct sock *sk)
+{
+	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	e->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	e->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
+	if (e->family == AF_INET6) {
+		BPF_CORE_READ_INTO(&e->laddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);
+		BPF_CORE_READ_INTO(&e->raddr, sk, __sk_common.skc_v6_daddr.in6_u.u6_addr8);
+		return;
+	}
+	BPF_CORE_READ_INTO((__u32 *)e->laddr, sk, __sk_common.skc_rcv_saddr);
+	BPF_CORE_READ_INTO((__u32 *)e->raddr, sk, __sk_common.skc_daddr);
+}
+
+/* The current task as owner: set for events that run in process context. */
+static __always_inline void event_current(struct event *e)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	e->pid = id >> 32;
+	e->tid = (__u32)id;
+	e->cgroup_id = bpf_get_current_cgroup_id();
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+}

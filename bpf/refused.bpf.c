@@ -1,0 +1,105 @@
+//go:build ignore
+
+/* RSTs: `refused` when no socket exists for a SYN (the connection attempt a
+ * client sees as ECONNREFUSED), `reset` for any other RST in a watched
+ * network namespace.
+ *
+ * Two sources, exactly one loaded (the loader deletes the other from the
+ * spec): tcp_send_reset with its reason argument (Linux >= 6.10), or, on
+ * older kernels, kfree_skb with drop reason NO_SOCKET, which frees the SYN
+ * that tcp_v4_rcv/tcp_v6_rcv answered with a RST. Both run in softirq and
+ * attribute by the receiving device's network namespace. */
+#include "drainwatch.h"
+
+#define TCP_FLAG_RST 0x04
+#define TCP_FLAG_SYN 0x02
+#define TCP_FLAG_ACK 0x10
+
+/* Parse the IP and TCP headers of a received packet into the event, from
+ * the server's point of view (local = destination). Returns the TCP flags,
+ * or -1 when the packet is not TCP over IPv4/IPv6 without extension headers. */
+static __always_inline int parse_rx(const struct sk_buff *skb, struct event *e)
+{
+	unsigned char *head = BPF_CORE_READ(skb, head);
+	__u16 nh = BPF_CORE_READ(skb, network_header);
+	__u16 th = BPF_CORE_READ(skb, transport_header);
+	__u8 ip[40];
+	__u8 tcp[14];
+	if (bpf_probe_read_kernel(ip, sizeof(ip), head + nh) ||
+	    bpf_probe_read_kernel(tcp, sizeof(tcp), head + th))
+		return -1;
+	if ((ip[0] >> 4) == 4 && ip[9] == IPPROTO_TCP) {
+		e->family = AF_INET;
+		__builtin_memcpy(e->raddr, &ip[12], 4);
+		__builtin_memcpy(e->laddr, &ip[16], 4);
+	} else if ((ip[0] >> 4) == 6 && ip[6] == IPPROTO_TCP) {
+		e->family = AF_INET6;
+		__builtin_memcpy(e->raddr, &ip[8], 16);
+		__builtin_memcpy(e->laddr, &ip[24], 16);
+	} else {
+		return -1;
+	}
+	e->rport = (tcp[0] << 8) | tcp[1];
+	e->lport = (tcp[2] << 8) | tcp[3];
+	return tcp[13];
+}
+
+static __always_inline __u32 skb_netns(const struct sk_buff *skb)
+{
+	return BPF_CORE_READ(skb, dev, nd_net.net, ns.inum);
+}
+
+/* A RST answering a packet for which no socket exists: refused when that
+ * packet was a bare SYN, reset (with the reason) for late segments. */
+static __always_inline void no_socket(const struct sk_buff *skb, __u32 reason, bool need_syn)
+{
+	__u32 netns = skb_netns(skb);
+	if (!netns_watched(netns))
+		return;
+	struct event *e = event_reserve(EV_REFUSED);
+	if (!e)
+		return;
+	int flags = parse_rx(skb, e);
+	bool syn = flags >= 0 && (flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST)) == TCP_FLAG_SYN;
+	if (flags < 0 || (need_syn && !syn) || (flags & TCP_FLAG_RST)) {
+		bpf_ringbuf_discard(e, 0);
+		return;
+	}
+	e->type = syn ? EV_REFUSED : EV_RESET;
+	e->netns = netns;
+	e->reason = reason;
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("tp_btf/tcp_send_reset")
+int BPF_PROG(tcp_send_reset, const struct sock *sk, const struct sk_buff *skb, int reason)
+{
+	if (!sk) {
+		if (skb)
+			no_socket(skb, reason, false);
+		return 0;
+	}
+	__u32 netns = sock_netns(sk);
+	if (!netns_watched(netns))
+		return 0;
+	struct event *e = event_reserve(EV_RESET);
+	if (!e)
+		return 0;
+	e->netns = netns;
+	e->reason = reason;
+	e->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	event_sock_addrs(e, sk);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+/* Fallback for kernels whose tcp_send_reset has no reason: only refused
+ * connections (SYNs) are reported; other RSTs are not seen. */
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(kfree_skb_no_socket, struct sk_buff *skb, void *location, int reason)
+{
+	if (reason != bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_NO_SOCKET))
+		return 0;
+	no_socket(skb, 1 /* SK_RST_REASON_NO_SOCKET */, true);
+	return 0;
+}

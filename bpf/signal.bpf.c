@@ -1,0 +1,29 @@
+//go:build ignore
+
+/* Signals generated to tasks of watched scopes. In signal_generate `current`
+ * is the sender; the target is the task argument, whose cgroup and network
+ * namespace decide whether the signal is watched. */
+#include "drainwatch.h"
+
+SEC("tp_btf/signal_generate")
+int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info,
+	     struct task_struct *task, int group, int result)
+{
+	if (!task_watched(task))
+		return 0;
+	struct event *e = event_reserve(EV_SIGNAL);
+	if (!e)
+		return 0;
+	e->signal = sig;
+	e->signal_result = result;
+	e->pid = BPF_CORE_READ(task, tgid);
+	e->tid = BPF_CORE_READ(task, pid);
+	e->cgroup_id = task_cgroup_id(task);
+	e->netns = task_netns(task);
+	e->target_init = is_ns_init(task);
+	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
+	e->sender_pid = bpf_get_current_pid_tgid() >> 32;
+	bpf_get_current_comm(e->sender_comm, sizeof(e->sender_comm));
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}

@@ -1,0 +1,125 @@
+//go:build ignore
+
+/* TCP state changes: passive accepts, listeners opening and closing, and the
+ * teardown of accepted connections with a request in flight.
+ *
+ * inet_sock_set_state mostly runs in softirq, where `current` is unrelated:
+ * events are attributed by the socket's network namespace. The teardown of a
+ * connection by its owner (close, or exit closing its files) runs in the
+ * owner's context, which is why the close cause can be read from current. */
+#include "drainwatch.h"
+
+/* Gives struct event a BTF entry, for bpf2go -type event. */
+const struct event *unused_event __attribute__((unused));
+
+/* Addresses of a full socket. Closing unhashes the socket before the state
+ * change and zeroes skc_num then, so the local port comes from inet_sport,
+ * which the kernel leaves in place. */
+static __always_inline void full_sock_addrs(struct event *e, const struct sock *sk)
+{
+	event_sock_addrs(e, sk);
+	if (!e->lport)
+		e->lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
+}
+
+static __always_inline void emit_sock(const struct sock *sk, __u8 type, __u32 netns)
+{
+	struct event *e = event_reserve(type);
+	if (!e)
+		return;
+	e->netns = netns;
+	e->cookie = bpf_get_socket_cookie((void *)sk);
+	full_sock_addrs(e, sk);
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* Remember an accepted connection of a watched scope so recv/send and the
+ * teardown can tell whether a request is in flight. */
+static __always_inline void track_conn(const struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	struct conn c = { .cookie = bpf_get_socket_cookie((void *)sk) };
+	bpf_map_update_elem(&conns, &key, &c, BPF_ANY);
+}
+
+/* Bytes received but not yet read by the server. rcv_nxt counts a received
+ * FIN as one sequence number, which copied_seq only passes once the server
+ * has read EOF: in CLOSE_WAIT a difference of 1 is that FIN, not data. */
+static __always_inline bool unread_bytes(const struct sock *sk, int oldstate)
+{
+	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+	__u32 diff = BPF_CORE_READ(tp, rcv_nxt) - BPF_CORE_READ(tp, copied_seq);
+	return oldstate == DW_TCP_CLOSE_WAIT ? diff > 1 : diff > 0;
+}
+
+/* Why the owner is tearing the connection down: dying of SIGKILL, of another
+ * signal, or closing it itself (including a normal exit). */
+static __always_inline __u8 close_cause(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	if (!(t->flags & PF_EXITING))
+		return CAUSE_CLOSE;
+	int sig = BPF_CORE_READ(t, exit_code) & 0x7f;
+	if (sig == SIGKILL)
+		return CAUSE_SIGKILL;
+	return sig ? CAUSE_SIGNAL : CAUSE_CLOSE;
+}
+
+static __always_inline void teardown(const struct sock *sk, int oldstate)
+{
+	__u64 key = (__u64)sk;
+	struct conn *c = bpf_map_lookup_elem(&conns, &key);
+	if (!c)
+		return;
+	bool unanswered = c->unanswered;
+	__u64 cookie = c->cookie;
+	bpf_map_delete_elem(&conns, &key);
+	/* A reset from the peer or a timeout sets sk_err before the state
+	 * change: the client gave up, the server lost nothing. A close by the
+	 * owner (tcp_close, or the listener dropping its accept queue) does
+	 * not. */
+	if (BPF_CORE_READ(sk, sk_err))
+		return;
+	if (!unanswered && !unread_bytes(sk, oldstate))
+		return;
+	struct event *e = event_reserve(EV_CONN_CLOSED_INFLIGHT);
+	if (!e)
+		return;
+	e->netns = sock_netns(sk);
+	e->cookie = cookie;
+	e->cause = close_cause();
+	full_sock_addrs(e, sk);
+	event_current(e);
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(sock_state, const struct sock *sk, const int oldstate, const int newstate)
+{
+	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return 0;
+	if (oldstate == DW_TCP_ESTABLISHED || oldstate == DW_TCP_CLOSE_WAIT) {
+		if (newstate == DW_TCP_FIN_WAIT1 || newstate == DW_TCP_LAST_ACK ||
+		    newstate == DW_TCP_CLOSE)
+			teardown(sk, oldstate);
+		return 0;
+	}
+	__u8 type = 0;
+	if (oldstate == DW_TCP_SYN_RECV && newstate == DW_TCP_ESTABLISHED)
+		type = EV_ACCEPT;
+	else if (newstate == DW_TCP_LISTEN)
+		type = EV_LISTEN_OPEN;
+	/* Not any LISTEN exit: a passive child is cloned from its listener
+	 * and traced as LISTEN -> SYN_RECV. */
+	else if (oldstate == DW_TCP_LISTEN && newstate == DW_TCP_CLOSE)
+		type = EV_LISTEN_CLOSE;
+	if (!type)
+		return 0;
+	__u32 netns = sock_netns(sk);
+	if (!netns_watched(netns))
+		return 0;
+	if (type == EV_ACCEPT)
+		track_conn(sk);
+	emit_sock(sk, type, netns);
+	return 0;
+}

@@ -1,0 +1,81 @@
+package collector
+
+import (
+	"errors"
+	"time"
+
+	"github.com/cilium/ebpf/ringbuf"
+)
+
+// read is the only goroutine reading the ring buffer. It decodes into one
+// reused record and event, and never blocks on the consumer: when the
+// Events channel is full the event is dropped and counted.
+func (k *Kernel) read() {
+	defer close(k.done)
+	defer close(k.events)
+	var (
+		rec     ringbuf.Record
+		ev      Event
+		backoff time.Duration
+	)
+	for {
+		if err := k.reader.ReadInto(&rec); err != nil {
+			if errors.Is(err, ringbuf.ErrClosed) {
+				return
+			}
+			backoff = k.readFailed(err, backoff)
+			continue
+		}
+		backoff = 0
+		if err := decodeEvent(rec.RawSample, k.clock, &ev); err != nil || ev.Type >= eventTypeCount {
+			k.invalid.Add(1)
+			continue
+		}
+		k.counts[ev.Type].Add(1)
+		select {
+		case k.events <- ev:
+		default:
+			k.dropped.Add(1)
+		}
+	}
+}
+
+// readFailed logs the first error of a run of failures and sleeps with a
+// doubling backoff (at most one second), so a broken reader never spins.
+func (k *Kernel) readFailed(err error, backoff time.Duration) time.Duration {
+	if backoff == 0 {
+		k.log.Error().Err(err).Msg("reading the eBPF ring buffer; retrying with backoff")
+		backoff = 10 * time.Millisecond
+	}
+	time.Sleep(backoff)
+	return min(2*backoff, time.Second)
+}
+
+// KernelStats are the collector's counters since OpenKernel.
+type KernelStats struct {
+	// Events counts decoded events per type (including dropped ones).
+	Events map[EventType]uint64
+	// LostInKernel counts events the BPF side could not reserve in the ring
+	// buffer (it was full).
+	LostInKernel uint64
+	// Dropped counts events decoded but dropped because the Events channel
+	// was full.
+	Dropped uint64
+	// Invalid counts records that did not decode (should stay 0).
+	Invalid uint64
+}
+
+// Lost is every event the collector failed to deliver, for
+// drainwatch_kernel_events_lost_total.
+func (s KernelStats) Lost() uint64 { return s.LostInKernel + s.Dropped + s.Invalid }
+
+// Stats reads the counters; LostInKernel is summed over CPUs from BPF.
+func (k *Kernel) Stats() (KernelStats, error) {
+	s := KernelStats{Events: map[EventType]uint64{}, Dropped: k.dropped.Load(), Invalid: k.invalid.Load()}
+	for _, t := range EventTypes() {
+		s.Events[t] = k.counts[t].Load()
+	}
+	var err error
+	s.LostInKernel, err = k.maps.lostInKernel()
+	return s, err
+}

@@ -1,0 +1,103 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+)
+
+// Project names for the bpf2go-generated types (bpf/drainwatch.h): the
+// sockState object is the one generated with -type event.
+type (
+	rawEvent = sockStateEvent
+	scopeKey = sockStateScopeKey
+)
+
+// Scope kinds, as in bpf/drainwatch.h.
+const (
+	scopeNetns  = 1
+	scopeCgroup = 2
+)
+
+// sharedMapNames are defined by every BPF object; the loader creates them
+// once and hands the same maps to every object.
+var sharedMapNames = []string{"scopes", "events", "lost", "conns"}
+
+type sharedMaps struct {
+	byName map[string]*ebpf.Map
+	scopes *ebpf.Map
+	events *ebpf.Map
+	lost   *ebpf.Map
+}
+
+func newSharedMaps() (sharedMaps, error) {
+	spec, err := loadSockState()
+	if err != nil {
+		return sharedMaps{}, fmt.Errorf("parsing the embedded BPF object: %w", err)
+	}
+	m := sharedMaps{byName: map[string]*ebpf.Map{}}
+	for _, name := range sharedMapNames {
+		mp, err := ebpf.NewMap(spec.Maps[name])
+		if err != nil {
+			m.close()
+			return sharedMaps{}, fmt.Errorf("creating BPF map %s: %w", name, err)
+		}
+		m.byName[name] = mp
+	}
+	m.scopes, m.events, m.lost = m.byName["scopes"], m.byName["events"], m.byName["lost"]
+	return m, nil
+}
+
+func (m sharedMaps) close() error {
+	var errs []error
+	for _, mp := range m.byName {
+		errs = append(errs, mp.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// lostInKernel sums the per-CPU ring-buffer reserve failures.
+func (m sharedMaps) lostInKernel() (uint64, error) {
+	var perCPU []uint64
+	if err := m.lost.Lookup(uint32(0), &perCPU); err != nil {
+		return 0, fmt.Errorf("reading the lost-events counter: %w", err)
+	}
+	var sum uint64
+	for _, n := range perCPU {
+		sum += n
+	}
+	return sum, nil
+}
+
+// WatchNetns reports socket, signal and exit events of the network
+// namespace with this inode (see NetnsInode).
+func (k *Kernel) WatchNetns(ino uint32) error { return k.watch(scopeNetns, uint64(ino)) }
+
+// UnwatchNetns stops reporting a network namespace. Unknown ones are ignored.
+func (k *Kernel) UnwatchNetns(ino uint32) error { return k.unwatch(scopeNetns, uint64(ino)) }
+
+// WatchCgroup reports signal and exit events of tasks in the cgroup v2 with
+// this id (see CgroupID). Socket events are attributed by network namespace
+// only: they run in softirq, without a meaningful task.
+func (k *Kernel) WatchCgroup(id uint64) error { return k.watch(scopeCgroup, id) }
+
+// UnwatchCgroup stops reporting a cgroup. Unknown ones are ignored.
+func (k *Kernel) UnwatchCgroup(id uint64) error { return k.unwatch(scopeCgroup, id) }
+
+func (k *Kernel) watch(kind uint32, id uint64) error {
+	key := scopeKey{Id: id, Kind: kind}
+	if err := k.maps.scopes.Update(&key, uint8(1), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("watching scope %d/%d: %w", kind, id, err)
+	}
+	return nil
+}
+
+func (k *Kernel) unwatch(kind uint32, id uint64) error {
+	key := scopeKey{Id: id, Kind: kind}
+	err := k.maps.scopes.Delete(&key)
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("unwatching scope %d/%d: %w", kind, id, err)
+	}
+	return nil
+}

@@ -1,0 +1,98 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Event reasons the kubelet records (pkg/kubelet/events).
+const (
+	ReasonKilling           = "Killing"
+	ReasonFailedPreStopHook = "FailedPreStopHook"
+	ReasonStarted           = "Started"
+	ReasonCreated           = "Created"
+	ReasonUnhealthy         = "Unhealthy"
+)
+
+// eventSink records core/v1 Events like the kubelet's recorder: the time is
+// taken when the event happens, the API write happens in the background so
+// it never delays what comes next (preStop after Killing).
+type eventSink struct {
+	client kubernetes.Interface
+	node   string
+	log    zerolog.Logger
+	queue  chan *corev1.Event
+}
+
+func newEventSink(client kubernetes.Interface, node string, log zerolog.Logger) *eventSink {
+	return &eventSink{client: client, node: node, log: log, queue: make(chan *corev1.Event, 1000)}
+}
+
+// record queues an event about a container of a pod.
+func (s *eventSink) record(pod *corev1.Pod, container, typ, reason, message string) {
+	now := metav1.NewTime(time.Now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      fmt.Sprintf("%s.%x", pod.Name, now.UnixNano()),
+			Namespace: pod.Namespace,
+		},
+		InvolvedObject: corev1.ObjectReference{
+			Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name,
+			UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+		},
+		Reason: reason, Message: message, Type: typ, Count: 1,
+		Source:         corev1.EventSource{Component: "kubelet", Host: s.node},
+		FirstTimestamp: now, LastTimestamp: now,
+		ReportingController: "kubelet", ReportingInstance: s.node,
+	}
+	if container != "" {
+		ev.InvolvedObject.FieldPath = fmt.Sprintf("spec.containers{%s}", container)
+	}
+	select {
+	case s.queue <- ev:
+	default:
+		s.log.Warn().Str("reason", reason).Str("pod", pod.Name).Msg("event queue full, event dropped")
+	}
+}
+
+// run writes queued events until ctx ends, then flushes what is queued
+// (bounded by a 5 s timeout).
+func (s *eventSink) run(ctx context.Context) {
+	for {
+		select {
+		case ev := <-s.queue:
+			s.write(ctx, ev)
+		case <-ctx.Done():
+			s.flush()
+			return
+		}
+	}
+}
+
+func (s *eventSink) flush() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		select {
+		case ev := <-s.queue:
+			s.write(ctx, ev)
+		default:
+			return
+		}
+	}
+}
+
+func (s *eventSink) write(ctx context.Context, ev *corev1.Event) {
+	_, err := s.client.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	if err != nil {
+		s.log.Warn().Err(err).Str("reason", ev.Reason).Str("pod", ev.InvolvedObject.Name).Msg("recording event")
+		return
+	}
+	s.log.Debug().Str("reason", ev.Reason).Str("pod", ev.InvolvedObject.Name).Str("message", ev.Message).Msg("event")
+}

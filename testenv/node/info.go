@@ -1,0 +1,125 @@
+package node
+
+import (
+	"sort"
+	"syscall"
+
+	"github.com/drainwatch/drainwatch/testenv/netlab"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// PodInfo is what the agent made for a pod: where tests and drainwatch's
+// attribution find it in the kernel.
+type PodInfo struct {
+	UID             types.UID
+	Namespace, Name string
+	IP              string
+	Netns           string // bind mount path under /run/netns
+	NetnsInode      uint32 // the netns inum sockets of the pod carry
+	PodCgroup       string // absolute path of the pod slice
+	Containers      []ContainerInfo
+}
+
+// ContainerInfo is one container's current (or last) run.
+type ContainerInfo struct {
+	Name, ID string // ID: 64 hex, status says containerd://<ID>
+	Cgroup   string // absolute path of cri-containerd-<ID>.scope
+	CgroupID uint64 // inode of the scope directory: the kernel's cgroup id
+	InitPID  int    // PID 1 of the container, as seen from the root PID namespace
+	LogPath  string
+	Running  bool
+}
+
+// Name is the Node's name.
+func (a *Agent) Name() string { return a.cfg.Name }
+
+// Index is the node index (pod CIDR 10.244.<Index>.0/24).
+func (a *Agent) Index() int { return a.cfg.Index }
+
+// NodeNS is the node's network namespace (probes and preStop httpGet
+// connect from it).
+func (a *Agent) NodeNS() *netlab.NS { return a.nodeNS }
+
+// LogDir is where container logs are written.
+func (a *Agent) LogDir() string { return a.cfg.LogDir }
+
+// Pod returns what the agent made for a pod, running or finished.
+func (a *Agent) Pod(uid types.UID) (PodInfo, bool) {
+	a.mu.Lock()
+	w := a.workers[uid]
+	if w == nil {
+		w = a.finished[uid]
+	}
+	a.mu.Unlock()
+	if w == nil {
+		return PodInfo{}, false
+	}
+	return w.info(), true
+}
+
+// Pods lists the pods the agent currently runs.
+func (a *Agent) Pods() []PodInfo {
+	a.mu.Lock()
+	ws := make([]*podWorker, 0, len(a.workers))
+	for _, w := range a.workers {
+		ws = append(ws, w)
+	}
+	a.mu.Unlock()
+	out := make([]PodInfo, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, w.info())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+out[i].Name < out[j].Namespace+out[j].Name })
+	return out
+}
+
+// Terminations returns how the pod's containers were stopped (empty until
+// its termination has finished for a container).
+func (a *Agent) Terminations(uid types.UID) []Termination {
+	a.mu.Lock()
+	w := a.workers[uid]
+	if w == nil {
+		w = a.finished[uid]
+	}
+	a.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]Termination, 0, len(w.terminations))
+	for _, t := range w.terminations {
+		out = append(out, *t)
+	}
+	return out
+}
+
+func (w *podWorker) info() PodInfo {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	pi := PodInfo{UID: w.pod.UID, Namespace: w.pod.Namespace, Name: w.pod.Name}
+	if w.sb != nil {
+		pi.IP, pi.PodCgroup = w.sb.IP, w.sb.slice
+		if w.sb.ns != nil {
+			pi.Netns, pi.NetnsInode = w.sb.ns.Path(), w.sb.ns.Inode()
+		}
+	}
+	for _, spec := range w.pod.Spec.Containers {
+		cs := w.containers[spec.Name]
+		if cs == nil || cs.run == nil {
+			continue
+		}
+		c := cs.run
+		pi.Containers = append(pi.Containers, ContainerInfo{Name: spec.Name, ID: c.id, Cgroup: c.scope,
+			CgroupID: c.cgroupID, InitPID: c.pid, LogPath: c.logPath, Running: cs.terminated == nil})
+	}
+	return pi
+}
+
+func inode(path string) uint64 {
+	var st syscall.Stat_t
+	if syscall.Stat(path, &st) != nil {
+		return 0
+	}
+	return st.Ino
+}

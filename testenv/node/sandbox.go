@@ -1,0 +1,113 @@
+package node
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"github.com/drainwatch/drainwatch/testenv/netlab"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ipam hands out node i's pod addresses 10.244.i.2 to .254 round-robin, so
+// an address is reused as late as possible (a late packet to a recycled IP
+// would land in another pod).
+type ipam struct {
+	mu    sync.Mutex
+	index int
+	next  int
+	used  map[int]bool
+}
+
+func newIPAM(index int) *ipam { return &ipam{index: index, next: 2, used: map[int]bool{}} }
+
+func (a *ipam) allocate() (int, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for range 253 {
+		n := a.next
+		a.next++
+		if a.next > 254 {
+			a.next = 2
+		}
+		if !a.used[n] {
+			a.used[n] = true
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("node %d: pod CIDR %s exhausted", a.index, netlab.PodCIDR(a.index))
+}
+
+func (a *ipam) release(n int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.used, n)
+}
+
+// sandbox is a pod's network namespace and pod-level cgroup: what a real
+// node's pause container and CNI plugin provide.
+type sandbox struct {
+	ns       *netlab.NS
+	ipIndex  int
+	IP       string
+	slice    string // absolute pod slice path
+	sliceRel string
+}
+
+// createSandbox makes the pod's namespace (eth0 on the node bridge, default
+// route via the bridge) and its pod slice cgroup.
+func (a *Agent) createSandbox(pod *corev1.Pod) (*sandbox, error) {
+	n, err := a.ipam.allocate()
+	if err != nil {
+		return nil, err
+	}
+	sb := &sandbox{ipIndex: n, IP: netlab.PodIP(a.cfg.Index, n)}
+	sb.sliceRel = PodSlice(QOSClass(pod), pod.UID)
+	sb.slice = filepath.Join(a.cfg.CgroupRoot, sb.sliceRel)
+	if err := a.wireSandbox(pod, sb); err != nil {
+		a.removeSandbox(sb)
+		return nil, err
+	}
+	return sb, nil
+}
+
+func (a *Agent) wireSandbox(pod *corev1.Pod, sb *sandbox) error {
+	ns, err := netlab.New(fmt.Sprintf("%s-%s", a.cfg.Name, pod.Name))
+	if err != nil {
+		return fmt.Errorf("pod %s/%s netns: %w", pod.Namespace, pod.Name, err)
+	}
+	sb.ns = ns
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	err = netlab.Veth(netlab.End{NS: ns, Name: "eth0", CIDR: sb.IP + "/24"},
+		netlab.End{NS: a.nodeNS, Name: "veth" + hex.EncodeToString(suffix), Master: netlab.NodeBridge})
+	if err != nil {
+		return fmt.Errorf("pod %s/%s veth: %w", pod.Namespace, pod.Name, err)
+	}
+	if err := ns.Route("default", netlab.PodGateway(a.cfg.Index)); err != nil {
+		return err
+	}
+	f, err := makeCgroup(sb.slice)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// removeSandbox deletes the namespace (its veth goes with it), the pod slice
+// and releases the address. Containers must be gone already.
+func (a *Agent) removeSandbox(sb *sandbox) error {
+	var first error
+	if sb.ns != nil {
+		first = sb.ns.Close()
+	}
+	if sb.slice != "" {
+		if err := removeCgroup(sb.slice); err != nil && first == nil {
+			first = err
+		}
+	}
+	a.ipam.release(sb.ipIndex)
+	return first
+}

@@ -1,0 +1,89 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// terminate stops every running container in parallel with the grace
+// period, keeps readiness probes and status going while they drain, then
+// reports the terminal phase, removes the cgroups and the sandbox, and
+// (when the pod was deleted gracefully) deletes it with grace 0 — the
+// kubelet's order: the API object goes only after the pod's resources are
+// reclaimed.
+func (w *podWorker) terminate(ctx context.Context, grace int64, deleteAfter bool) {
+	w.terminating = true
+	for _, cancel := range w.stopLiveness {
+		cancel()
+	}
+	w.log.Info().Int64("grace", grace).Msg("terminating pod")
+	done := make(chan *Termination, len(w.containers))
+	running := 0
+	for _, cs := range w.containers {
+		if cs.run != nil && cs.terminated == nil {
+			running++
+			go func(c *container) { done <- w.a.killContainer(ctx, w.pod, c, w.sb.IP, grace) }(cs.run)
+		}
+	}
+	for running > 0 {
+		select {
+		case t := <-done:
+			running--
+			w.mu.Lock()
+			w.terminations = append(w.terminations, t)
+			w.mu.Unlock()
+		case c := <-w.exits:
+			w.onExit(ctx, c)
+		case r := <-w.probes:
+			w.onProbe(ctx, r)
+		}
+	}
+	w.drainExits()
+	w.stopProbes()
+	w.push(ctx)
+	w.teardown()
+	if deleteAfter {
+		w.deleteFromAPI(ctx)
+	}
+}
+
+// drainExits consumes exit notifications still queued, so the final status
+// has every container terminated.
+func (w *podWorker) drainExits() {
+	for _, cs := range w.containers {
+		if cs.run != nil && cs.terminated == nil {
+			<-cs.run.exited
+			w.mu.Lock()
+			cs.terminated, cs.ready = terminatedState(cs.run), false
+			w.mu.Unlock()
+		}
+	}
+}
+
+// deleteFromAPI removes the pod with grace 0, only if it is still this pod
+// (UID precondition), retrying briefly on API errors.
+func (w *podWorker) deleteFromAPI(ctx context.Context) {
+	zero := int64(0)
+	opts := metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &w.pod.UID}}
+	pods := w.a.cfg.Client.CoreV1().Pods(w.pod.Namespace)
+	for attempt := 0; attempt < 5; attempt++ {
+		err := pods.Delete(ctx, w.pod.Name, opts)
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) || ctx.Err() != nil {
+			w.log.Info().Msg("pod deleted")
+			return
+		}
+		w.log.Warn().Err(err).Int("attempt", attempt).Msg("deleting pod")
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// deleteOrphan deletes a pod seen only while terminating: nothing of it
+// runs here (the agent restarted, or the pod never started).
+func (a *Agent) deleteOrphan(ctx context.Context, pod *corev1.Pod) {
+	w := &podWorker{a: a, pod: pod, log: a.log.With().Str("pod", pod.Namespace+"/"+pod.Name).Logger()}
+	w.deleteFromAPI(ctx)
+}

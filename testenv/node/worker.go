@@ -1,0 +1,151 @@
+package node
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// podWorker owns one pod on this node from its first sighting to its
+// deletion, like the kubelet's pod worker: every change of the pod's
+// containers and status goes through its goroutine (run).
+type podWorker struct {
+	a   *Agent
+	log zerolog.Logger
+
+	pod         *corev1.Pod // latest seen
+	sb          *sandbox
+	containers  map[string]*containerStatus
+	conditions  map[corev1.PodConditionType]corev1.PodCondition
+	startTime   metav1.Time
+	terminating bool
+
+	updates  chan *corev1.Pod // latest pod, capacity 1
+	gone     chan struct{}    // closed when the pod left the API
+	goneOnce sync.Once
+	exits    chan *container
+	probes   chan probeResult
+	restarts chan string // container name whose backoff elapsed
+	done     chan struct{}
+
+	probeCtx     context.Context
+	stopProbes   context.CancelFunc
+	stopLiveness map[string]context.CancelFunc
+
+	mu           sync.Mutex // guards what accessors read: sb, runs, terminations
+	terminations []*Termination
+}
+
+func newPodWorker(a *Agent, pod *corev1.Pod) *podWorker {
+	w := &podWorker{
+		a: a, pod: pod, log: a.log.With().Str("pod", pod.Namespace+"/"+pod.Name).Logger(),
+		containers: map[string]*containerStatus{}, conditions: map[corev1.PodConditionType]corev1.PodCondition{},
+		startTime: metav1.NewTime(time.Now()), updates: make(chan *corev1.Pod, 1), gone: make(chan struct{}),
+		exits: make(chan *container, 16), probes: make(chan probeResult, 16), restarts: make(chan string, 16),
+		done: make(chan struct{}), stopLiveness: map[string]context.CancelFunc{},
+	}
+	for _, c := range pod.Spec.Containers {
+		w.containers[c.Name] = &containerStatus{waiting: "ContainerCreating", restartable: restartable(pod, 1)}
+	}
+	return w
+}
+
+// update hands the worker the latest version of its pod, replacing any
+// version it has not consumed yet.
+func (w *podWorker) update(pod *corev1.Pod) {
+	select {
+	case <-w.updates:
+	default:
+	}
+	w.updates <- pod
+}
+
+// markGone tells the worker its pod was removed from the API.
+func (w *podWorker) markGone() { w.goneOnce.Do(func() { close(w.gone) }) }
+
+// run is the worker's loop: start the pod, follow its containers and
+// probes, and terminate it when it is deleted or the agent stops.
+func (w *podWorker) run(ctx context.Context) {
+	defer close(w.done)
+	w.probeCtx, w.stopProbes = context.WithCancel(ctx)
+	defer w.stopProbes()
+	w.start(ctx)
+	for {
+		select {
+		case p := <-w.updates:
+			w.pod = p
+			if p.DeletionTimestamp != nil {
+				w.terminate(ctx, GracePeriod(p), true)
+				return
+			}
+		case <-w.gone:
+			w.terminate(ctx, GracePeriod(w.pod), false)
+			return
+		case c := <-w.exits:
+			w.onExit(ctx, c)
+		case r := <-w.probes:
+			w.onProbe(ctx, r)
+		case name := <-w.restarts:
+			w.restart(ctx, name)
+		case <-ctx.Done():
+			w.shutdown()
+			return
+		}
+	}
+}
+
+// restartable says whether a container run that exited with code should be
+// restarted under the pod's restart policy.
+func restartable(pod *corev1.Pod, code int32) bool {
+	switch pod.Spec.RestartPolicy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return code != 0
+	}
+	return true
+}
+
+// backoff is the kubelet's crash-loop delay before restart number n (n ≥ 1):
+// 10 s doubling up to 5 min; the first restart after a clean run is quick.
+func backoff(n int32) time.Duration {
+	d := 10 * time.Second
+	for i := int32(1); i < n && d < 5*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 5*time.Minute)
+}
+
+// shutdown is the agent stopping: kill everything at once, remove the
+// sandbox, touch nothing in the API.
+func (w *podWorker) shutdown() {
+	w.stopProbes()
+	for _, cs := range w.containers {
+		if cs.run != nil {
+			if err := w.a.forceStop(cs.run); err != nil {
+				w.log.Error().Err(err).Msg("stopping container at agent shutdown")
+			}
+		}
+	}
+	w.teardown()
+}
+
+// teardown removes the container scopes and the sandbox.
+func (w *podWorker) teardown() {
+	for _, cs := range w.containers {
+		if cs.run != nil {
+			if err := removeCgroup(cs.run.scope); err != nil {
+				w.log.Error().Err(err).Msg("removing container cgroup")
+			}
+		}
+	}
+	if w.sb != nil {
+		if err := w.a.removeSandbox(w.sb); err != nil {
+			w.log.Error().Err(err).Msg("removing sandbox")
+		}
+	}
+}

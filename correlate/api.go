@@ -20,6 +20,10 @@ func (c *Correlator) Pod(u collector.PodUpdate) {
 		return // a replay of a pod whose termination is already complete
 	}
 	p := c.pod(uid)
+	if u.Seen.Before(p.Seen) {
+		return // stale: a replay older than what was applied
+	}
+	p.Seen = u.Seen
 	firstSight := !p.Known
 	if firstSight {
 		// Only a pod seen before its containers started can have had every
@@ -40,10 +44,10 @@ func (c *Correlator) Pod(u collector.PodUpdate) {
 func (c *Correlator) deletionSeen(p *podState, seen time.Time, firstSight bool) {
 	if p.Term == nil {
 		c.begin(p, seen)
-		// First sight of a pod already terminating, with no kernel history:
-		// the daemon started during the termination and may have missed
-		// its stop signal and its first refusals.
-		p.Term.StartedLate = firstSight && !p.KernelSeen
+		// First sight of a pod already terminating, and no stop signal
+		// began its termination: the daemon started during the termination
+		// and may have missed its stop signal and first refusals.
+		p.Term.StartedLate = firstSight
 	}
 	t := p.Term
 	m := &t.T.Marks

@@ -19,10 +19,17 @@ type Correlator struct {
 	gaps []kernelGap
 	// unattributed counts kernel events no pod claimed, by type.
 	unattributed [256]uint64
-	// lastKernel is the latest kernel event time processed; replayUntil,
-	// set by Restore, drops kernel events already counted before the
-	// snapshot.
-	lastKernel, replayUntil time.Time
+	// kernelSeen is the latest kernel event time processed; replay, set
+	// by Restore, drops kernel events already counted before the snapshot.
+	kernelSeen, replay Watermark
+}
+
+// Watermark is the latest kernel event time processed and how many
+// events carried exactly that time: restoring a snapshot skips exactly the
+// events it already counted, even those sharing a timestamp.
+type Watermark struct {
+	At   time.Time `json:"at,omitzero"`
+	Ties int       `json:"ties,omitempty"`
 }
 
 type doneTermination struct {

@@ -68,8 +68,9 @@ func listenerClosedEarly(t Termination, cfg Config) *Diagnosis {
 	}
 	took, _ := routingTook(t)
 	return &Diagnosis{Code: DiagListenerClosedEarly,
-		Message: fmt.Sprintf("%d connections refused after the stop signal and %d before it: the listener closed %s after the stop signal while routing still sent traffic %s after the deletion",
-			n.RefusedAfterSigterm, n.RefusedBeforeSigterm, signedSpan(t.Marks.StopSignal, t.Marks.ListenerClosed), secs(took)),
+		Message: fmt.Sprintf("%d connections refused (%d after the stop signal, %d before it): the listener closed %s after the deletion while routing still sent traffic until %s after it",
+			n.RefusedAfterSigterm+n.RefusedBeforeSigterm, n.RefusedAfterSigterm, n.RefusedBeforeSigterm,
+			signedSpan(deletionRef(t), t.Marks.ListenerClosed), secs(took)),
 		Fix: fmt.Sprintf("add preStop sleep ≥ %ds: routing took %s", sleepFor(took, cfg), secs(took))}
 }
 
@@ -84,8 +85,8 @@ func noDrainDelay(t Termination, cfg Config) *Diagnosis {
 		took = cfg.MinDrainDelay
 	}
 	return &Diagnosis{Code: DiagNoDrainDelay,
-		Message: fmt.Sprintf("the listener closed %s after the deletion (%s after the stop signal): nothing kept the pod serving while routing converged",
-			secs(m.ListenerClosed.Sub(start)), signedSpan(m.StopSignal, m.ListenerClosed)),
+		Message: fmt.Sprintf("the listener closed %s after the deletion: nothing kept the pod serving while routing converged",
+			secs(m.ListenerClosed.Sub(start))),
 		Fix: fmt.Sprintf("add preStop sleep ≥ %ds or keep serving that long after the stop signal", sleepFor(took, cfg))}
 }
 
@@ -132,8 +133,8 @@ func requestsKilled(t Termination, ignored bool) *Diagnosis {
 		fix = "make the server receive the stop signal so in-flight requests can finish"
 	}
 	return &Diagnosis{Code: DiagRequestsKilled,
-		Message: fmt.Sprintf("%d requests in flight were killed by SIGKILL %s after the stop signal (%d in flight at the stop signal)",
-			n, signedSpan(t.Marks.StopSignal, t.Marks.Sigkill), t.Counts.InflightAtStopSignal),
+		Message: fmt.Sprintf("SIGKILL %s after the stop signal killed %d in-flight requests (%d were in flight at the stop signal)",
+			signedSpan(t.Marks.StopSignal, t.Marks.Sigkill), n, t.Counts.InflightAtStopSignal),
 		Fix: fix}
 }
 

@@ -10,12 +10,10 @@ import (
 // pods that are not terminating cost a map lookup or two and, for an accept,
 // one store into a preallocated ring.
 func (c *Correlator) Kernel(e collector.Event) {
-	if !c.replayUntil.IsZero() && !e.Time.After(c.replayUntil) {
+	if c.replayed(e.Time) {
 		return // counted before the snapshot this correlator was restored from
 	}
-	if e.Time.After(c.lastKernel) {
-		c.lastKernel = e.Time
-	}
+	c.watermark(e.Time)
 	p, container := c.attribute(&e)
 	if p == nil {
 		c.unattributed[e.Type]++
@@ -26,6 +24,33 @@ func (c *Correlator) Kernel(e collector.Event) {
 		p.Early.push(&e)
 	}
 	c.dispatch(p, container, &e)
+}
+
+// replayed says whether an event at t was counted before the snapshot
+// this correlator was restored from: earlier than the watermark, or one of
+// the events at the watermark's own time that were already counted.
+func (c *Correlator) replayed(t time.Time) bool {
+	if c.replay.At.IsZero() || t.After(c.replay.At) {
+		return false
+	}
+	if t.Equal(c.replay.At) {
+		if c.replay.Ties == 0 {
+			return false
+		}
+		c.replay.Ties--
+	}
+	return true
+}
+
+// watermark advances the latest kernel event time and counts the events
+// at it, so a replay can skip exactly those.
+func (c *Correlator) watermark(t time.Time) {
+	switch {
+	case t.After(c.kernelSeen.At):
+		c.kernelSeen = Watermark{At: t, Ties: 1}
+	case t.Equal(c.kernelSeen.At):
+		c.kernelSeen.Ties++
+	}
 }
 
 // isRare says whether events of type t are kept for replay when they arrive
@@ -114,20 +139,24 @@ func listenClose(p *podState, e *collector.Event) {
 }
 
 // refused classifies a refusal: after the stop signal, or between
-// deletion_seen and the stop signal. Refusals before the termination are
+// deletion_seen and the stop signal. While no stop signal has been seen a
+// refusal is unclassified: it becomes "before" when the stop signal comes;
+// if it never does, evaluate decides. Refusals before the termination are
 // kept in Early by Kernel and classified when deletion_seen is known.
 func (c *Correlator) refused(t *termState, e *collector.Event) {
 	if t == nil {
 		return
 	}
-	m := t.T.Marks
+	stop := t.T.Marks.StopSignal
 	switch {
-	case !m.StopSignal.IsZero() && !e.Time.Before(m.StopSignal):
+	case !stop.IsZero() && !e.Time.Before(stop):
 		t.T.Counts.RefusedAfterSigterm++
-	case !t.Tentative && !e.Time.Before(deletionStart(t)):
+	case t.Tentative || e.Time.Before(deletionStart(t)):
+		return
+	case !stop.IsZero():
 		t.T.Counts.RefusedBeforeSigterm++
 	default:
-		return
+		t.Unclassified++
 	}
 	c.attempt(t, e.Time, true)
 }

@@ -126,6 +126,15 @@ func (c *Correlator) evaluate(p *podState, final bool) Termination {
 		}
 		addPartial(&t, PartialNoExit)
 	}
+	// Refusals with no stop signal ever seen: when the view is incomplete
+	// the stop signal was most likely missed, and the headline count must
+	// not lose them; when it is complete the server stopped listening by
+	// itself (a preStop, a crash) before any stop signal.
+	if t.Partial {
+		t.Counts.RefusedAfterSigterm += ts.Unclassified
+	} else {
+		t.Counts.RefusedBeforeSigterm += ts.Unclassified
+	}
 	t.Diagnoses = diagnose(t, ts.PrestopMessage, c.cfg)
 	t.Outcome = outcomeOf(t)
 	return t

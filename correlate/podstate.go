@@ -16,6 +16,7 @@ type podState struct {
 	// Known is set by the first PodUpdate; a pod first learnt from
 	// BindNetns/BindCgroup is a placeholder until then.
 	Known      bool              `json:"known,omitempty"`
+	Seen       time.Time         `json:"seen,omitzero"` // of the latest PodUpdate
 	NetnsIno   uint32            `json:"netns,omitempty"`
 	Cgroups    map[string]uint64 `json:"cgroups,omitempty"` // container name → cgroup id
 	KernelSeen bool              `json:"kernel_seen,omitempty"`
@@ -51,7 +52,10 @@ type termState struct {
 	StartedLate bool `json:"started_late,omitempty"`
 	// Ran is set when a container was running when the termination began:
 	// a pod that never ran has nothing to observe and yields no record.
-	Ran            bool   `json:"ran,omitempty"`
+	Ran bool `json:"ran,omitempty"`
+	// Unclassified counts refusals after deletion_seen while no stop signal
+	// had been seen.
+	Unclassified   int    `json:"unclassified,omitempty"`
 	PrestopMessage string `json:"prestop_message,omitempty"`
 	// AcceptedAfterStop holds cookies accepted after the stop signal, so an
 	// in-flight close of any other connection proves it was open at the

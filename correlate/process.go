@@ -29,6 +29,8 @@ func (c *Correlator) signal(p *podState, container string, e *collector.Event) {
 		t.T.Marks.StopSignal = e.Time
 		t.T.StopSignal = e.Signal
 		t.T.StopSignalTarget = e.Comm.String()
+		t.T.Counts.RefusedBeforeSigterm += t.Unclassified
+		t.Unclassified = 0
 	}
 }
 

@@ -16,11 +16,12 @@ type State struct {
 	Done         map[string]doneTermination     `json:"done"`
 	Gaps         []kernelGap                    `json:"gaps,omitempty"`
 	Unattributed map[collector.EventType]uint64 `json:"unattributed,omitempty"`
-	// KernelWatermark is the latest kernel event time counted. After a
-	// restore, kernel events at or before it are replays and are dropped;
-	// the daemon should report KernelGap("daemon_down", KernelWatermark,
-	// restart time) for what it could not see while down.
-	KernelWatermark time.Time `json:"kernel_watermark,omitzero"`
+	// KernelWatermark is the latest kernel event time counted (and how many
+	// events had that time). After a restore, kernel events up to it are
+	// replays and are dropped; the daemon should report
+	// KernelGap("daemon_down", KernelWatermark.At, restart time) for what
+	// it could not see while down.
+	KernelWatermark Watermark `json:"kernel_watermark"`
 }
 
 // Snapshot returns a deep copy of the state: it shares nothing with the
@@ -29,7 +30,7 @@ type State struct {
 func (c *Correlator) Snapshot() (State, error) {
 	s := State{
 		Pods: c.pods, Index: c.idx, Done: c.done, Gaps: c.gaps,
-		Unattributed: c.Unattributed(), KernelWatermark: c.lastKernel,
+		Unattributed: c.Unattributed(), KernelWatermark: c.kernelSeen,
 	}
 	return clone(s)
 }
@@ -60,7 +61,7 @@ func (c *Correlator) Restore(s State) error {
 	for t, n := range s.Unattributed {
 		c.unattributed[t] = n
 	}
-	c.lastKernel, c.replayUntil = s.KernelWatermark, s.KernelWatermark
+	c.kernelSeen, c.replay = s.KernelWatermark, s.KernelWatermark
 	return nil
 }
 

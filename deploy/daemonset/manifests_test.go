@@ -1,0 +1,187 @@
+// Package daemonset_test checks the kustomize base and overlay: every
+// manifest parses strictly into its typed object, the DaemonSet holds only
+// the privileges its comments justify, and the PrometheusRule carries the
+// same alerts as deploy/prometheus/alerts.yaml.
+package daemonset_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+)
+
+// typed returns an empty typed object for a built-in kind.
+func typed(kind string) any {
+	switch kind {
+	case "Namespace":
+		return &corev1.Namespace{}
+	case "ServiceAccount":
+		return &corev1.ServiceAccount{}
+	case "Service":
+		return &corev1.Service{}
+	case "DaemonSet":
+		return &appsv1.DaemonSet{}
+	case "ClusterRole":
+		return &rbacv1.ClusterRole{}
+	case "ClusterRoleBinding":
+		return &rbacv1.ClusterRoleBinding{}
+	}
+	return nil
+}
+
+// kustomization is the part of kustomization.yaml these tests read.
+type kustomization struct {
+	Resources []string `json:"resources"`
+}
+
+// loadBase parses every resource of the base strictly, keyed by kind.
+func loadBase(t *testing.T) map[string][]any {
+	t.Helper()
+	var k kustomization
+	readYAML(t, "base/kustomization.yaml", &k)
+	objs := map[string][]any{}
+	for _, file := range k.Resources {
+		data, err := os.ReadFile(filepath.Join("base", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range bytes.Split(data, []byte("\n---\n")) {
+			var tm metav1.TypeMeta
+			if err := yaml.Unmarshal(doc, &tm); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			obj := typed(tm.Kind)
+			if obj == nil {
+				t.Fatalf("%s: unexpected kind %q in the base", file, tm.Kind)
+			}
+			if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+				t.Fatalf("%s: %s does not parse strictly: %v", file, tm.Kind, err)
+			}
+			objs[tm.Kind] = append(objs[tm.Kind], obj)
+		}
+	}
+	return objs
+}
+
+func readYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+func TestBaseParsesIntoTypedObjects(t *testing.T) {
+	objs := loadBase(t)
+	for _, kind := range []string{"Namespace", "ServiceAccount", "Service", "DaemonSet", "ClusterRole", "ClusterRoleBinding"} {
+		if len(objs[kind]) != 1 {
+			t.Errorf("%d %s objects, want 1", len(objs[kind]), kind)
+		}
+	}
+}
+
+func TestDaemonSetLeastPrivilege(t *testing.T) {
+	ds := loadBase(t)["DaemonSet"][0].(*appsv1.DaemonSet)
+	pod := ds.Spec.Template.Spec
+	if !pod.HostPID || pod.HostNetwork || pod.HostIPC {
+		t.Errorf("hostPID=%v hostNetwork=%v hostIPC=%v, want only hostPID", pod.HostPID, pod.HostNetwork, pod.HostIPC)
+	}
+	c := pod.Containers[0]
+	sc := c.SecurityContext
+	if sc.Privileged == nil || *sc.Privileged || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Error("the container must be unprivileged without privilege escalation")
+	}
+	want := []corev1.Capability{"BPF", "PERFMON", "SYS_RESOURCE", "SYS_PTRACE"}
+	if !reflect.DeepEqual(sc.Capabilities.Add, want) || !reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("capabilities add %v drop %v, want add %v drop [ALL]", sc.Capabilities.Add, sc.Capabilities.Drop, want)
+	}
+	wantArgs := []string{"run", "--node-name=$(NODE_NAME)", "--listen=:9090", "--state-dir=/var/lib/drainwatch"}
+	if !reflect.DeepEqual(c.Args, wantArgs) {
+		t.Errorf("args %v, want %v", c.Args, wantArgs)
+	}
+	if len(c.Env) != 1 || c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+		t.Errorf("env %+v, want NODE_NAME from spec.nodeName", c.Env)
+	}
+	readOnly := map[string]bool{}
+	for _, m := range c.VolumeMounts {
+		readOnly[m.MountPath] = m.ReadOnly
+	}
+	wantRO := map[string]bool{"/sys/kernel/btf": true, "/sys/fs/cgroup": true, "/sys/kernel/tracing": true,
+		"/sys/fs/bpf": false, "/var/lib/drainwatch": false}
+	if !reflect.DeepEqual(readOnly, wantRO) {
+		t.Errorf("mounts (path: readOnly) %v, want %v", readOnly, wantRO)
+	}
+}
+
+func TestRBACReadsOnlyWhatItNeeds(t *testing.T) {
+	role := loadBase(t)["ClusterRole"][0].(*rbacv1.ClusterRole)
+	writes := []string{"create", "update", "patch", "delete", "deletecollection", "*"}
+	for _, r := range role.Rules {
+		for _, res := range r.Resources {
+			if res == "*" || res == "secrets" || res == "configmaps" {
+				t.Errorf("rule grants %q", res)
+			}
+			for _, v := range r.Verbs {
+				if slices.Contains(writes, v) && res != "events" {
+					t.Errorf("rule grants %s on %s: only events are written", v, res)
+				}
+			}
+		}
+	}
+}
+
+// TestPrometheusRuleMatchesAlerts keeps the overlay's PrometheusRule equal to
+// the promtool-tested rule file.
+func TestPrometheusRuleMatchesAlerts(t *testing.T) {
+	var plain struct {
+		Groups []any `json:"groups"`
+	}
+	var crd struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Groups []any `json:"groups"`
+		} `json:"spec"`
+	}
+	readYAML(t, "../prometheus/alerts.yaml", &plain)
+	readYAML(t, "overlays/prometheus-operator/prometheusrule.yaml", &crd)
+	if crd.Kind != "PrometheusRule" || len(plain.Groups) == 0 || !reflect.DeepEqual(plain.Groups, crd.Spec.Groups) {
+		t.Errorf("overlays/prometheus-operator/prometheusrule.yaml differs from deploy/prometheus/alerts.yaml: regenerate it")
+	}
+}
+
+func TestPodMonitorSelectsTheDaemon(t *testing.T) {
+	var pm struct {
+		Kind string `json:"kind"`
+		Spec struct {
+			Selector            metav1.LabelSelector `json:"selector"`
+			PodMetricsEndpoints []struct {
+				Port string `json:"port"`
+				Path string `json:"path"`
+			} `json:"podMetricsEndpoints"`
+		} `json:"spec"`
+	}
+	readYAML(t, "overlays/prometheus-operator/podmonitor.yaml", &pm)
+	ds := loadBase(t)["DaemonSet"][0].(*appsv1.DaemonSet)
+	sel, err := metav1.LabelSelectorAsSelector(&pm.Spec.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pm.Kind != "PodMonitor" || !sel.Matches(labels.Set(ds.Spec.Template.Labels)) ||
+		pm.Spec.PodMetricsEndpoints[0].Port != ds.Spec.Template.Spec.Containers[0].Ports[0].Name ||
+		pm.Spec.PodMetricsEndpoints[0].Path != "/metrics" {
+		t.Errorf("PodMonitor %+v does not scrape the DaemonSet's metrics port", pm)
+	}
+}

@@ -10,8 +10,8 @@ have llvm-strip || need+=(llvm)
 have bpftool || need+=(bpftool)
 have ip || need+=(iproute2)
 have nginx || need+=(nginx-light)
-have prometheus || need+=(prometheus)
-have promtool || need+=(prometheus)
+
+have promtool || need+=(prometheus) # same package
 have wrk || need+=(wrk)
 have chromium || need+=(chromium)
 have openssl || need+=(openssl)

@@ -71,6 +71,7 @@ type Kube struct {
 	events    *eventWatch
 	counts    kubeCounters
 	pods      *podWatch
+	synced    atomic.Bool
 }
 
 // KubeRestConfig loads a kubeconfig file, or the in-cluster configuration
@@ -128,11 +129,16 @@ func (k *Kube) Run(ctx context.Context) error {
 	if err := k.pods.start(ctx); err != nil {
 		return err
 	}
+	k.synced.Store(true)
 	<-ctx.Done()
 	k.endpoints.stopAll()
 	k.events.stopAll()
 	return nil
 }
+
+// Synced reports whether the node's pods have been listed: until then the
+// daemon may not know every pod of the node.
+func (k *Kube) Synced() bool { return k.synced.Load() }
 
 // Stats returns the watch events received so far.
 func (k *Kube) Stats() KubeStats {

@@ -20,7 +20,7 @@ const (
 	// changes when a rollback reuses an old ReplicaSet.
 	ownerTTL = 2 * time.Minute
 	// ownerErrTTL spaces retries of a ReplicaSet that could not be read.
-	ownerErrTTL = 10 * time.Second
+	ownerErrTTL     = 10 * time.Second
 	ownerGetTimeout = 5 * time.Second
 )
 

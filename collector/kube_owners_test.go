@@ -22,8 +22,8 @@ func ownedPod(kind, name string, podLabels map[string]string) *corev1.Pod {
 func TestResolveWorkload(t *testing.T) {
 	rsOfDeployment := ReplicaSetMeta{Revision: "4", Controller: &metav1.OwnerReference{Kind: "Deployment", Name: "web", Controller: ptr.To(true)}}
 	replicaSets := map[string]ReplicaSetMeta{
-		"shop/web-7d9f":     rsOfDeployment,
-		"shop/bare-rs":      {Revision: ""},
+		"shop/web-7d9f":    rsOfDeployment,
+		"shop/bare-rs":     {Revision: ""},
 		"shop/rolled-back": {Revision: "7", Controller: &metav1.OwnerReference{Kind: "Deployment", Name: "api"}},
 	}
 	lookup := func(ns, name string) (ReplicaSetMeta, bool) { rs, ok := replicaSets[ns+"/"+name]; return rs, ok }

@@ -6,13 +6,13 @@ import (
 	"net/netip"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
-	"golang.org/x/sys/unix"
 )
 
 // defaultGrace is the API's default spec.terminationGracePeriodSeconds.

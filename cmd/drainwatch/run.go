@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/drainwatch/drainwatch/daemon"
+)
+
+// runFlags are `drainwatch run`'s settings; each flag defaults to an
+// environment variable so a DaemonSet can set them from the downward API.
+type runFlags struct {
+	nodeName, kubeconfig, listen, stateDir, cgroupRoot string
+	logLevel, logFormat                                string
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
+	var f runFlags
+	fs := flag.NewFlagSet("drainwatch run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (env NODE_NAME, from the downward API spec.nodeName)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty means in-cluster config (env KUBECONFIG)")
+	fs.StringVar(&f.listen, "listen", envOr("DRAINWATCH_LISTEN", ":9090"), "address serving /metrics, /api/v1/terminations and /ui; empty disables (env DRAINWATCH_LISTEN)")
+	fs.StringVar(&f.stateDir, "state-dir", envOr("DRAINWATCH_STATE_DIR", "/var/lib/drainwatch"), "directory of the state store, kept across restarts (env DRAINWATCH_STATE_DIR)")
+	fs.StringVar(&f.cgroupRoot, "cgroup-root", envOr("DRAINWATCH_CGROUP_ROOT", daemon.DefaultCgroupRoot), "cgroup2 mount (or subtree) holding the pods' cgroups (env DRAINWATCH_CGROUP_ROOT)")
+	fs.StringVar(&f.logLevel, "log-level", envOr("DRAINWATCH_LOG_LEVEL", "info"), "debug, info, warn or error (env DRAINWATCH_LOG_LEVEL)")
+	fs.StringVar(&f.logFormat, "log-format", envOr("DRAINWATCH_LOG_FORMAT", "json"), "json or console (env DRAINWATCH_LOG_FORMAT)")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("drainwatch run takes no arguments, got %q", fs.Args())
+	}
+	return f, nil
+}
+
+func envOr(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}
+
+func newLogger(f runFlags, w io.Writer) (zerolog.Logger, error) {
+	level, err := zerolog.ParseLevel(f.logLevel)
+	if err != nil {
+		return zerolog.Nop(), fmt.Errorf("--log-level %q: %w", f.logLevel, err)
+	}
+	switch f.logFormat {
+	case "json":
+	case "console":
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339Nano}
+	default:
+		return zerolog.Nop(), fmt.Errorf("--log-format %q: want json or console", f.logFormat)
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}
+
+// runCmd is `drainwatch run`: the node daemon. It returns the exit code.
+func runCmd(args []string) int {
+	f, err := parseRunFlags(args, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	log, err := newLogger(f, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "drainwatch run:", err)
+		return 2
+	}
+	d, err := daemon.New(daemon.Config{
+		NodeName: f.nodeName, Kubeconfig: f.kubeconfig, ListenAddr: f.listen,
+		StateDir: f.stateDir, CgroupRoot: f.cgroupRoot, Log: log,
+	})
+	if err != nil {
+		log.Error().Err(err).Msg("invalid configuration")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	log.Info().Str("node", f.nodeName).Str("state_dir", f.stateDir).Str("listen", f.listen).Msg("drainwatch starting")
+	if err := d.Run(ctx); err != nil {
+		log.Error().Err(err).Msg("drainwatch failed")
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,95 @@
+package daemon
+
+import (
+	"errors"
+	"net"
+	"time"
+
+	"github.com/rs/zerolog"
+	"k8s.io/client-go/rest"
+
+	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/correlate"
+)
+
+// Defaults of the zero Config fields.
+const (
+	DefaultTickEvery       = 250 * time.Millisecond
+	DefaultCheckpointEvery = 2 * time.Second
+	// DefaultKeepCompleted is how long complete terminations stay in the
+	// store and the API (the correlator itself keeps them one hour).
+	DefaultKeepCompleted = 7 * 24 * time.Hour
+	DefaultCgroupRoot    = "/sys/fs/cgroup"
+)
+
+// Kernel is the kernel side the daemon drives: *collector.Kernel, or a fake
+// in tests that cannot load BPF.
+type Kernel interface {
+	Events() <-chan collector.Event
+	WatchNetns(ino uint32) error
+	UnwatchNetns(ino uint32) error
+	WatchCgroup(id uint64) error
+	UnwatchCgroup(id uint64) error
+	Stats() (collector.KernelStats, error)
+	Probes() []collector.ProbeStatus
+	Close() error
+}
+
+// Config configures one node's daemon.
+type Config struct {
+	NodeName string
+	// Kubeconfig is a kubeconfig path; empty means in-cluster. Rest, when
+	// set, is used instead (tests).
+	Kubeconfig string
+	Rest       *rest.Config
+	// ListenAddr serves /metrics, the API and /ui; empty disables it unless
+	// Listener is set.
+	ListenAddr string
+	Listener   net.Listener
+	// StateDir holds the bbolt store.
+	StateDir string
+	// CgroupRoot is the cgroup2 mount (or a subtree of it) searched for
+	// container cgroups; ProcRoot is /proc.
+	CgroupRoot, ProcRoot string
+	Log                  zerolog.Logger
+	Correlate            correlate.Config
+	// OpenKernel opens the kernel side; nil means collector.OpenKernel.
+	OpenKernel func(collector.KernelOptions) (Kernel, error)
+	// TickEvery paces the correlator's Tick, scope binding and the API
+	// view; CheckpointEvery the store's checkpoints.
+	TickEvery, CheckpointEvery time.Duration
+	KeepCompleted              time.Duration
+	// Now is time.Now when nil.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.NodeName == "" {
+		return c, errors.New("node name is empty: pass --node-name or set $NODE_NAME (downward API spec.nodeName)")
+	}
+	if c.StateDir == "" {
+		return c, errors.New("state dir is empty: pass --state-dir (a hostPath that survives restarts, e.g. /var/lib/drainwatch)")
+	}
+	if c.CgroupRoot == "" {
+		c.CgroupRoot = DefaultCgroupRoot
+	}
+	if c.ProcRoot == "" {
+		c.ProcRoot = "/proc"
+	}
+	if c.OpenKernel == nil {
+		c.OpenKernel = func(o collector.KernelOptions) (Kernel, error) { return collector.OpenKernel(o) }
+	}
+	if c.TickEvery <= 0 {
+		c.TickEvery = DefaultTickEvery
+	}
+	if c.CheckpointEvery <= 0 {
+		c.CheckpointEvery = DefaultCheckpointEvery
+	}
+	if c.KeepCompleted <= 0 {
+		c.KeepCompleted = DefaultKeepCompleted
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}

@@ -1,0 +1,197 @@
+// Package daemon wires one node's drainwatch: the kernel collector, the
+// API-side collector, the correlator, the exporter's server and the state
+// store, around a single loop goroutine that owns the correlator. It is what
+// `drainwatch run` runs, and what end-to-end tests run in-process.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/exporter"
+)
+
+// apiBuffer is the capacity of the API events channel.
+const apiBuffer = 4096
+
+// forever ends a gap that lasts as long as this run.
+var forever = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Daemon is one node's running drainwatch.
+type Daemon struct {
+	cfg     Config
+	log     zerolog.Logger
+	store   *Store
+	corr    *correlate.Correlator
+	kernel  Kernel
+	kube    *collector.Kube
+	scopes  *scopeSync
+	metrics *exporter.Metrics
+	view    *terminationView
+	api     chan apiEvent
+
+	completed []correlate.Termination // since the last checkpoint
+	counters  loopCounters
+}
+
+// New checks the configuration; Run starts everything.
+func New(cfg Config) (*Daemon, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{
+		cfg: cfg, log: cfg.Log, corr: correlate.New(cfg.Correlate), view: newTerminationView(),
+		metrics: exporter.NewMetrics(exporter.Options{Now: cfg.Now}), api: make(chan apiEvent, apiBuffer),
+	}
+	return d, nil
+}
+
+// Terminations and Get read the daemon's terminations (safe for concurrent
+// use): what the HTTP API serves.
+func (d *Daemon) Terminations() []correlate.Termination        { return d.view.Terminations() }
+func (d *Daemon) Get(uid string) (correlate.Termination, bool) { return d.view.Get(uid) }
+
+// Metrics is the daemon's metrics registry owner.
+func (d *Daemon) Metrics() *exporter.Metrics { return d.metrics }
+
+// KubeStats reports the API watch events received (nil before Run).
+func (d *Daemon) KubeStats() collector.KubeStats {
+	if d.kube == nil {
+		return collector.KubeStats{}
+	}
+	return d.kube.Stats()
+}
+
+// Run runs the daemon until ctx is done, then checkpoints and returns.
+func (d *Daemon) Run(ctx context.Context) (err error) {
+	if d.store, err = OpenStore(d.cfg.StateDir); err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, d.store.Close()) }()
+	cp, restored, err := d.store.LoadCheckpoint()
+	if err != nil {
+		return err
+	}
+	if err := d.restoreCompleted(); err != nil {
+		return err
+	}
+	if d.kernel, err = d.cfg.OpenKernel(collector.KernelOptions{Logger: d.log.With().Str("component", "kernel").Logger()}); err != nil {
+		return fmt.Errorf("opening the kernel collector: %w", err)
+	}
+	d.scopes = newScopeSync(d.kernel, d.corr, d.cfg.CgroupRoot, d.cfg.ProcRoot, d.log)
+	if restored {
+		if err := d.restore(cp); err != nil {
+			d.kernel.Close()
+			return err
+		}
+	}
+	d.reportProbes()
+	return d.runWired(ctx)
+}
+
+// runWired starts the API side and the server, runs the loop, and shuts
+// down in order: API watches, kernel (draining its last events), a final
+// checkpoint.
+func (d *Daemon) runWired(ctx context.Context) error {
+	kctx, stopKube := context.WithCancel(ctx)
+	defer stopKube()
+	kubeErr := make(chan error, 1)
+	if err := d.startKube(kctx, kubeErr); err != nil {
+		d.kernel.Close()
+		return err
+	}
+	srvErr := d.startServer(kctx)
+	loopErr := d.loop(ctx, kubeErr, srvErr)
+	stopKube()
+	closeErr := d.kernel.Close()
+	d.drainKernel()
+	cpErr := d.checkpoint()
+	d.log.Info().Msg("drainwatch stopped")
+	return errors.Join(loopErr, closeErr, cpErr)
+}
+
+func (d *Daemon) startKube(ctx context.Context, errc chan<- error) error {
+	rest := d.cfg.Rest
+	if rest == nil {
+		var err error
+		if rest, err = collector.KubeRestConfig(d.cfg.Kubeconfig); err != nil {
+			return err
+		}
+	}
+	kube, err := collector.NewKube(collector.KubeConfig{
+		NodeName: d.cfg.NodeName, Rest: rest, Sink: apiSink(d.api), Now: d.cfg.Now,
+		Log: d.log.With().Str("component", "kube").Logger(),
+	})
+	if err != nil {
+		return err
+	}
+	d.kube = kube
+	go func() { errc <- kube.Run(ctx) }()
+	return nil
+}
+
+// restore loads the previous run's correlator state and scopes, and reports
+// the time the daemon was down as a kernel gap.
+func (d *Daemon) restore(cp Checkpoint) error {
+	if err := d.corr.Restore(cp.Correlator); err != nil {
+		return fmt.Errorf("restoring correlator state: %w", err)
+	}
+	now := d.cfg.Now()
+	d.scopes.restore(cp.Scopes, now)
+	// Everything up to the watermark was counted and saved; later events
+	// may have been queued or processed without being saved, and nothing
+	// was collected while the daemon was down.
+	from := later(cp.Correlator.KernelWatermark.At, cp.Alive.Add(-time.Second))
+	if !kernelResumed(d.kernel) {
+		d.corr.KernelGap("daemon_down", from, now)
+	}
+	d.log.Info().Time("down_since", from).Dur("down_for", now.Sub(from)).Int("scopes", len(cp.Scopes)).
+		Msg("restored state of the previous run")
+	return nil
+}
+
+// kernelResumed says whether the kernel side kept collecting while the
+// daemon was down (pinned BPF objects reopened): then there is no gap.
+func kernelResumed(k Kernel) bool {
+	r, ok := k.(interface{ Resumed() bool })
+	return ok && r.Resumed()
+}
+
+// restoreCompleted loads the stored complete terminations into the API view
+// and the metrics (counted once per pod UID; within the series TTL the
+// totals continue across the restart).
+func (d *Daemon) restoreCompleted() error {
+	ts, err := d.store.Completed()
+	if err != nil {
+		return err
+	}
+	d.view.keep(ts...)
+	for _, t := range ts {
+		d.metrics.ObserveTermination(t)
+	}
+	return nil
+}
+
+func (d *Daemon) reportProbes() {
+	for _, p := range d.kernel.Probes() {
+		d.metrics.SetProbeAttached(p.Name, p.Attached())
+		if !p.Attached() {
+			// Open-ended: every termination from now on misses this probe.
+			d.corr.KernelGap("probe_unavailable:"+p.Name, d.cfg.Now(), forever)
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,38 @@
+package daemon
+
+import (
+	"github.com/rs/zerolog"
+
+	"github.com/drainwatch/drainwatch/correlate"
+)
+
+// logTermination writes the one info line of a finished termination: who,
+// the outcome, the counts, the diagnoses and, when partial, why.
+func logTermination(log zerolog.Logger, t correlate.Termination) {
+	codes := make([]string, 0, len(t.Diagnoses))
+	for _, d := range t.Diagnoses {
+		codes = append(codes, d.Code)
+	}
+	ev := log.Info().
+		Str("pod", t.Pod).Str("pod_uid", t.PodUID).
+		Str("workload_kind", t.Workload.Kind).Str("workload", t.Workload.Name).Str("revision", t.Workload.Revision).
+		Str("outcome", t.Outcome).
+		Int("refused_after_sigterm", t.Counts.RefusedAfterSigterm).
+		Int("refused_before_sigterm", t.Counts.RefusedBeforeSigterm).
+		Int("requests_killed_by_sigkill", t.Counts.RequestsKilledBySigkill).
+		Int("inflight_at_stop_signal", t.Counts.InflightAtStopSignal).
+		Int("accepted_after_endpoints_not_ready", t.Counts.AcceptedAfterEndpointsNotReady).
+		Int("connections_reset_at_exit", t.Counts.ConnectionsResetAtExit).
+		Int32("exit_code", t.ExitCode).
+		Strs("diagnoses", codes)
+	if len(t.Diagnoses) > 0 {
+		ev = ev.Str("diagnosis", t.Diagnoses[0].Message)
+		if t.Diagnoses[0].Fix != "" {
+			ev = ev.Str("fix", t.Diagnoses[0].Fix)
+		}
+	}
+	if t.Partial {
+		ev = ev.Bool("partial", true).Strs("partial_reasons", t.PartialReasons)
+	}
+	ev.Msg("termination complete")
+}

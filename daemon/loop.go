@@ -1,0 +1,150 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/exporter"
+)
+
+// loopCounters are the loop's own bookkeeping between ticks.
+type loopCounters struct {
+	lastTick     time.Time
+	lost         uint64
+	unattributed map[collector.EventType]uint64
+}
+
+// loop is the only goroutine touching the correlator: API events, kernel
+// events, ticks and checkpoints, until ctx is done or a component fails.
+func (d *Daemon) loop(ctx context.Context, kubeErr, srvErr <-chan error) error {
+	tick := time.NewTicker(d.cfg.TickEvery)
+	defer tick.Stop()
+	save := time.NewTicker(d.cfg.CheckpointEvery)
+	defer save.Stop()
+	events := d.kernel.Events()
+	d.counters.lastTick = d.cfg.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-kubeErr:
+			if err != nil {
+				return err
+			}
+			kubeErr = nil
+		case err := <-srvErr:
+			return err
+		case ev := <-d.api:
+			d.handleAPI(ev)
+		case e, ok := <-events:
+			if !ok {
+				return fmt.Errorf("kernel event stream closed unexpectedly")
+			}
+			d.metrics.CountKernelEvent(e.Type)
+			d.corr.Kernel(e)
+		case <-tick.C:
+			d.tick(d.cfg.Now())
+		case <-save.C:
+			if err := d.checkpoint(); err != nil {
+				d.log.Error().Err(err).Msg("checkpoint failed: a restart now would lose recent terminations")
+			}
+		}
+	}
+}
+
+func (d *Daemon) handleAPI(ev apiEvent) {
+	switch {
+	case ev.pod != nil:
+		d.corr.Pod(*ev.pod)
+		d.scopes.podUpdate(ev.pod.Pod, d.cfg.Now())
+	case ev.deleted != nil:
+		d.corr.PodDeleted(*ev.deleted)
+		d.scopes.podDeleted(ev.deleted.UID, ev.deleted.Seen)
+	case ev.kubelet != nil:
+		d.corr.Kubelet(*ev.kubelet)
+	case ev.endpoint != nil:
+		d.corr.Endpoint(*ev.endpoint)
+	}
+}
+
+// tick completes terminations, binds new scopes, accounts lost kernel
+// events and publishes the API view.
+func (d *Daemon) tick(now time.Time) {
+	d.accountLost(now)
+	for _, t := range d.corr.Tick(now) {
+		d.finished(t)
+	}
+	d.scopes.sync(now, false)
+	d.accountUnattributed()
+	live := d.corr.Terminations()
+	d.view.publish(live)
+	d.metrics.Expire(exporter.PendingWorkloads(live))
+	d.counters.lastTick = now
+}
+
+// finished logs, counts and keeps one complete termination.
+func (d *Daemon) finished(t correlate.Termination) {
+	logTermination(d.log, t)
+	d.metrics.ObserveTermination(t)
+	d.view.keep(t)
+	d.completed = append(d.completed, t)
+	d.scopes.release(t.PodUID)
+}
+
+// accountLost turns kernel events lost since the last tick into a gap: the
+// terminations overlapping it are partial.
+func (d *Daemon) accountLost(now time.Time) {
+	st, err := d.kernel.Stats()
+	if err != nil {
+		d.log.Debug().Err(err).Msg("reading kernel stats")
+	}
+	if lost := st.Lost(); lost > d.counters.lost {
+		d.metrics.AddKernelEventsLost(lost - d.counters.lost)
+		d.corr.KernelGap("events_lost", d.counters.lastTick, now)
+		d.log.Warn().Uint64("lost", lost-d.counters.lost).Msg("kernel events lost: overlapping terminations are partial")
+		d.counters.lost = lost
+	}
+}
+
+func (d *Daemon) accountUnattributed() {
+	now := d.corr.Unattributed()
+	if d.counters.unattributed == nil {
+		d.counters.unattributed = map[collector.EventType]uint64{}
+	}
+	for t, n := range now {
+		for i := d.counters.unattributed[t]; i < n; i++ {
+			d.metrics.CountUnattributed(t)
+		}
+		d.counters.unattributed[t] = n
+	}
+}
+
+// checkpoint saves the correlator, the scopes and the terminations
+// completed since the last checkpoint, and prunes old ones.
+func (d *Daemon) checkpoint() error {
+	state, err := d.corr.Snapshot()
+	if err != nil {
+		return err
+	}
+	now := d.cfg.Now()
+	cp := Checkpoint{Correlator: state, Scopes: d.scopes.records(), Alive: now}
+	if err := d.store.SaveCheckpoint(cp, d.completed); err != nil {
+		return err
+	}
+	d.completed = nil
+	cutoff := now.Add(-d.cfg.KeepCompleted)
+	d.view.prune(cutoff)
+	_, err = d.store.Prune(cutoff, lastMark)
+	return err
+}
+
+// drainKernel feeds the events the reader delivered before Close.
+func (d *Daemon) drainKernel() {
+	for e := range d.kernel.Events() {
+		d.metrics.CountKernelEvent(e.Type)
+		d.corr.Kernel(e)
+	}
+}

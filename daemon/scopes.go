@@ -1,0 +1,139 @@
+package daemon
+
+import (
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+const (
+	// rescanEvery bounds cgroup walks while some pod waits for its cgroups.
+	rescanEvery = 200 * time.Millisecond
+	// releaseAfter releases the scopes of a deleted pod whose termination
+	// never completed in the correlator (it never ran).
+	releaseAfter = 10 * time.Minute
+)
+
+// binder is the correlator's side of scope binding.
+type binder interface {
+	BindNetns(podUID string, ino uint32)
+	BindCgroup(podUID, container string, cgroupID uint64)
+}
+
+// podScope is what the kernel watches for one pod: its network namespace
+// and its containers' cgroups.
+type podScope struct {
+	uid        string
+	containers map[string]string // container name → container id
+	netns      uint32
+	cgroups    map[string]uint64 // container name → cgroup id
+	gone       time.Time         // when the API deleted the pod
+}
+
+// pending reports whether some scope of the pod is still unknown.
+func (p *podScope) pending() bool {
+	if p.netns == 0 {
+		return true
+	}
+	for name, id := range p.containers {
+		if id != "" && p.cgroups[name] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// scopeSync keeps the BPF watched-scope map in step with the node's pods:
+// a pod's netns and cgroups are watched from the moment its sandbox or
+// containers exist (or the daemon starts) until its termination is
+// complete. It runs on the daemon's loop goroutine.
+type scopeSync struct {
+	kernel      Kernel
+	corr        binder
+	root, proc  string
+	log         zerolog.Logger
+	pods        map[string]*podScope
+	netnsOwner  map[uint32]string // inode → pod UID (inodes are reused)
+	cgroupOwner map[uint64]string
+	lastScan    time.Time
+	cgroups     map[string][]collector.FoundCgroup // by pod UID, from the last scan
+}
+
+func newScopeSync(k Kernel, corr binder, root, proc string, log zerolog.Logger) *scopeSync {
+	return &scopeSync{
+		kernel: k, corr: corr, root: root, proc: proc, log: log,
+		pods: make(map[string]*podScope), netnsOwner: make(map[uint32]string), cgroupOwner: make(map[uint64]string),
+	}
+}
+
+// podUpdate records a pod's containers and binds what can be bound now.
+func (s *scopeSync) podUpdate(p collector.Pod, now time.Time) {
+	ps := s.pods[p.UID]
+	if ps == nil {
+		ps = &podScope{uid: p.UID, containers: map[string]string{}, cgroups: map[string]uint64{}}
+		s.pods[p.UID] = ps
+	}
+	ps.gone = time.Time{} // listed by the API: alive (or terminating)
+	for _, c := range p.Containers {
+		if c.ID != "" && ps.containers[c.Name] != c.ID {
+			ps.containers[c.Name] = c.ID
+			delete(ps.cgroups, c.Name) // a restarted container has a new cgroup
+		}
+	}
+	if ps.pending() {
+		s.sync(now, true)
+	}
+}
+
+// podDeleted notes the API deletion (the scopes stay watched).
+func (s *scopeSync) podDeleted(uid string, now time.Time) {
+	if ps := s.pods[uid]; ps != nil && ps.gone.IsZero() {
+		ps.gone = now
+	}
+}
+
+// sync binds pending pods from a fresh cgroup scan and releases pods gone
+// long ago; force skips the rescan pacing (a new container was announced).
+func (s *scopeSync) sync(now time.Time, force bool) {
+	for uid, ps := range s.pods {
+		if !ps.gone.IsZero() && now.Sub(ps.gone) > releaseAfter {
+			s.release(uid)
+		}
+	}
+	if !s.anyPending() || (!force && now.Sub(s.lastScan) < rescanEvery) {
+		return
+	}
+	s.lastScan = now
+	if err := s.scan(); err != nil {
+		s.log.Warn().Err(err).Msg("scanning container cgroups")
+		return
+	}
+	for _, ps := range s.pods {
+		if ps.pending() && ps.gone.IsZero() {
+			s.bind(ps)
+		}
+	}
+}
+
+func (s *scopeSync) anyPending() bool {
+	for _, ps := range s.pods {
+		if ps.gone.IsZero() && ps.pending() {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scopeSync) scan() error {
+	found, err := collector.ScanContainerCgroups(s.root)
+	if err != nil {
+		return err
+	}
+	s.cgroups = make(map[string][]collector.FoundCgroup)
+	for _, f := range found {
+		s.cgroups[f.PodUID] = append(s.cgroups[f.PodUID], f)
+	}
+	return nil
+}

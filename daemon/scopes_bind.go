@@ -1,0 +1,135 @@
+package daemon
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// bind watches and binds the pod's scopes found by the last scan.
+func (s *scopeSync) bind(ps *podScope) {
+	found := s.cgroups[ps.uid]
+	for name, id := range ps.containers {
+		if ps.cgroups[name] != 0 {
+			continue
+		}
+		for _, f := range found {
+			if f.ContainerID == id {
+				s.watchCgroup(ps, name, f.ID)
+			}
+		}
+	}
+	if ps.netns != 0 {
+		return
+	}
+	// Any cgroup of the pod will do, the sandbox's included: it exists
+	// before the containers start, so the netns is watched before they can
+	// listen.
+	for _, f := range found {
+		ino, ok, err := collector.ContainerNetns(s.proc, f.Dir)
+		if err != nil || !ok {
+			continue
+		}
+		if s.hostNetns(ino) {
+			s.log.Debug().Str("pod_uid", ps.uid).Msg("pod uses the host network: its sockets are not watched")
+			ps.netns = ino // not watched, but no longer pending
+			return
+		}
+		s.watchNetns(ps, ino)
+		return
+	}
+}
+
+func (s *scopeSync) watchCgroup(ps *podScope, container string, id uint64) {
+	if err := s.kernel.WatchCgroup(id); err != nil {
+		s.log.Warn().Err(err).Str("pod_uid", ps.uid).Str("container", container).Msg("watching container cgroup")
+		return
+	}
+	ps.cgroups[container] = id
+	s.cgroupOwner[id] = ps.uid
+	s.corr.BindCgroup(ps.uid, container, id)
+}
+
+func (s *scopeSync) watchNetns(ps *podScope, ino uint32) {
+	if err := s.kernel.WatchNetns(ino); err != nil {
+		s.log.Warn().Err(err).Str("pod_uid", ps.uid).Msg("watching pod network namespace")
+		return
+	}
+	ps.netns = ino
+	s.netnsOwner[ino] = ps.uid
+	s.corr.BindNetns(ps.uid, ino)
+}
+
+// hostNetns reports whether ino is the daemon's or the host's network
+// namespace (a hostNetwork pod): watching it would report all node traffic.
+func (s *scopeSync) hostNetns(ino uint32) bool {
+	for _, p := range []string{filepath.Join(s.proc, "self/ns/net"), filepath.Join(s.proc, "1/ns/net")} {
+		var st syscall.Stat_t
+		if syscall.Stat(p, &st) == nil && uint32(st.Ino) == ino {
+			return true
+		}
+	}
+	return false
+}
+
+// release stops watching a pod whose termination is complete. An inode or
+// cgroup id already reused by another pod stays watched for that pod.
+func (s *scopeSync) release(uid string) {
+	ps := s.pods[uid]
+	if ps == nil {
+		return
+	}
+	delete(s.pods, uid)
+	if ps.netns != 0 && s.netnsOwner[ps.netns] == uid {
+		delete(s.netnsOwner, ps.netns)
+		s.logErr(s.kernel.UnwatchNetns(ps.netns), uid)
+	}
+	for _, id := range ps.cgroups {
+		if s.cgroupOwner[id] == uid {
+			delete(s.cgroupOwner, id)
+			s.logErr(s.kernel.UnwatchCgroup(id), uid)
+		}
+	}
+}
+
+func (s *scopeSync) logErr(err error, uid string) {
+	if err != nil && !os.IsNotExist(err) {
+		s.log.Warn().Err(err).Str("pod_uid", uid).Msg("unwatching pod scope")
+	}
+}
+
+// records returns the watched scopes for the checkpoint.
+func (s *scopeSync) records() []ScopeRecord {
+	out := make([]ScopeRecord, 0, len(s.pods))
+	for _, ps := range s.pods {
+		r := ScopeRecord{PodUID: ps.uid, Cgroups: map[string]uint64{}}
+		if s.netnsOwner[ps.netns] == ps.uid {
+			r.Netns = ps.netns
+		}
+		for name, id := range ps.cgroups {
+			r.Cgroups[name] = id
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// restore watches again the scopes of a previous run: the tail of a pod
+// deleted while the daemon was down is still attributed. Containers are
+// learnt again from the API; a pod the API no longer lists stays counted as
+// gone since now, and is released when its termination completes.
+func (s *scopeSync) restore(recs []ScopeRecord, now time.Time) {
+	for _, r := range recs {
+		ps := &podScope{uid: r.PodUID, containers: map[string]string{}, cgroups: map[string]uint64{}, gone: now}
+		s.pods[r.PodUID] = ps
+		if r.Netns != 0 {
+			s.watchNetns(ps, r.Netns)
+		}
+		for name, id := range r.Cgroups {
+			s.watchCgroup(ps, name, id)
+		}
+	}
+}

@@ -1,0 +1,181 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/drainwatch/drainwatch/correlate"
+)
+
+// storeFile is the bbolt database under the state dir.
+const storeFile = "drainwatch.db"
+
+var (
+	bucketMeta         = []byte("meta")
+	bucketTerminations = []byte("terminations")
+	keyCorrelator      = []byte("correlator")
+	keyScopes          = []byte("scopes")
+	keyAlive           = []byte("alive")
+)
+
+// Store persists what a restart must not lose: the correlator's state (the
+// terminations in progress, with their kernel watermark), the watched
+// scopes, the complete terminations (kept past the correlator's retention
+// for the API) and the last time the daemon was alive (the start of the gap
+// a restart leaves).
+type Store struct {
+	db *bolt.DB
+}
+
+// OpenStore opens (creating) the store in dir.
+func OpenStore(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating state dir %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, storeFile)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("opening state store %s (is another drainwatch running on this state dir?): %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketMeta, bucketTerminations} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("initialising state store %s: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Checkpoint is the state saved periodically and at shutdown, in one
+// transaction so a crash never leaves them out of step.
+type Checkpoint struct {
+	Correlator correlate.State
+	Scopes     []ScopeRecord
+	Alive      time.Time
+}
+
+// ScopeRecord is one pod's watched kernel scopes.
+type ScopeRecord struct {
+	PodUID  string            `json:"pod_uid"`
+	Netns   uint32            `json:"netns,omitempty"`
+	Cgroups map[string]uint64 `json:"cgroups,omitempty"` // by container name
+}
+
+// SaveCheckpoint writes a checkpoint and the terminations completed since
+// the last one.
+func (s *Store) SaveCheckpoint(cp Checkpoint, completed []correlate.Termination) error {
+	state, err := json.Marshal(cp.Correlator)
+	if err != nil {
+		return fmt.Errorf("encoding correlator state: %w", err)
+	}
+	scopes, err := json.Marshal(cp.Scopes)
+	if err != nil {
+		return fmt.Errorf("encoding watched scopes: %w", err)
+	}
+	alive, _ := cp.Alive.MarshalBinary()
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if err := errors.Join(meta.Put(keyCorrelator, state), meta.Put(keyScopes, scopes), meta.Put(keyAlive, alive)); err != nil {
+			return err
+		}
+		return putTerminations(tx.Bucket(bucketTerminations), completed)
+	})
+	if err != nil {
+		return fmt.Errorf("saving checkpoint: %w", err)
+	}
+	return nil
+}
+
+func putTerminations(b *bolt.Bucket, ts []correlate.Termination) error {
+	for _, t := range ts {
+		v, err := json.Marshal(t)
+		if err != nil {
+			return fmt.Errorf("encoding termination of %s: %w", t.Pod, err)
+		}
+		if err := b.Put([]byte(t.PodUID), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LoadCheckpoint reads the last checkpoint; ok is false on a first start.
+func (s *Store) LoadCheckpoint() (cp Checkpoint, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		state := meta.Get(keyCorrelator)
+		if state == nil {
+			return nil
+		}
+		ok = true
+		if err := json.Unmarshal(state, &cp.Correlator); err != nil {
+			return fmt.Errorf("decoding correlator state: %w", err)
+		}
+		if v := meta.Get(keyScopes); v != nil {
+			if err := json.Unmarshal(v, &cp.Scopes); err != nil {
+				return fmt.Errorf("decoding watched scopes: %w", err)
+			}
+		}
+		return cp.Alive.UnmarshalBinary(meta.Get(keyAlive))
+	})
+	if err != nil {
+		return Checkpoint{}, false, fmt.Errorf("loading checkpoint (move the state dir away to start afresh): %w", err)
+	}
+	return cp, ok, nil
+}
+
+// Completed returns the complete terminations stored, any order.
+func (s *Store) Completed() ([]correlate.Termination, error) {
+	var out []correlate.Termination
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketTerminations).ForEach(func(_, v []byte) error {
+			var t correlate.Termination
+			if err := json.Unmarshal(v, &t); err != nil {
+				return err
+			}
+			out = append(out, t)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading stored terminations: %w", err)
+	}
+	return out, nil
+}
+
+// Prune deletes complete terminations whose last mark is before cutoff.
+func (s *Store) Prune(cutoff time.Time, lastMark func(correlate.Termination) time.Time) (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketTerminations)
+		var stale [][]byte
+		err := b.ForEach(func(k, v []byte) error {
+			var t correlate.Termination
+			if json.Unmarshal(v, &t) != nil || lastMark(t).Before(cutoff) {
+				stale = append(stale, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		for _, k := range stale {
+			err = errors.Join(err, b.Delete(k))
+		}
+		n = len(stale)
+		return err
+	})
+	return n, err
+}

@@ -1,0 +1,94 @@
+package daemon
+
+import (
+	"sync"
+	"time"
+
+	"github.com/drainwatch/drainwatch/correlate"
+)
+
+// terminationView is the exporter's thread-safe read side: the correlator
+// is owned by the loop goroutine, which publishes a copy of its
+// terminations every tick, merged with the complete terminations of the
+// store (older than the correlator's retention).
+type terminationView struct {
+	mu     sync.RWMutex
+	live   []correlate.Termination
+	stored map[string]correlate.Termination // complete, by pod UID
+}
+
+func newTerminationView() *terminationView {
+	return &terminationView{stored: make(map[string]correlate.Termination)}
+}
+
+// publish replaces the live terminations.
+func (v *terminationView) publish(live []correlate.Termination) {
+	v.mu.Lock()
+	v.live = live
+	v.mu.Unlock()
+}
+
+// keep adds complete terminations (restored from the store, or just
+// completed).
+func (v *terminationView) keep(ts ...correlate.Termination) {
+	v.mu.Lock()
+	for _, t := range ts {
+		v.stored[t.PodUID] = t
+	}
+	v.mu.Unlock()
+}
+
+// prune forgets stored terminations last changed before cutoff.
+func (v *terminationView) prune(cutoff time.Time) {
+	v.mu.Lock()
+	for uid, t := range v.stored {
+		if lastMark(t).Before(cutoff) {
+			delete(v.stored, uid)
+		}
+	}
+	v.mu.Unlock()
+}
+
+// Terminations returns every termination known, live ones first.
+func (v *terminationView) Terminations() []correlate.Termination {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	out := make([]correlate.Termination, 0, len(v.live)+len(v.stored))
+	seen := make(map[string]bool, len(v.live))
+	for _, t := range v.live {
+		out = append(out, t)
+		seen[t.PodUID] = true
+	}
+	for uid, t := range v.stored {
+		if !seen[uid] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Get returns one pod's termination.
+func (v *terminationView) Get(uid string) (correlate.Termination, bool) {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	for _, t := range v.live {
+		if t.PodUID == uid {
+			return t, true
+		}
+	}
+	t, ok := v.stored[uid]
+	return t, ok
+}
+
+// lastMark is the latest mark of a termination, its age for pruning.
+func lastMark(t correlate.Termination) time.Time {
+	m := t.Marks
+	var last time.Time
+	for _, x := range []time.Time{m.DeleteRequested, m.DeletionSeen, m.Killing, m.PrestopFailed, m.StopSignal,
+		m.EndpointsNotReady, m.ListenerClosed, m.LastAccept, m.Sigkill, m.Exit, m.PodGone} {
+		if x.After(last) {
+			last = x
+		}
+	}
+	return last
+}

@@ -34,7 +34,7 @@ func newNamespaceWatch(w *endpointWatch, ns string) *namespaceWatch {
 }
 
 func (n *namespaceWatch) startServices() {
-	lw := cache.NewFilteredListWatchFromClient(n.w.k.client.CoreV1().RESTClient(), "services", n.ns, nil)
+	lw := cache.NewFilteredListWatchFromClient(n.w.k.client.CoreV1().RESTClient(), "services", n.ns, func(*metav1.ListOptions) {})
 	n.svcInf = cache.NewSharedIndexInformer(lw, &corev1.Service{}, 0, cache.Indexers{})
 	_ = n.svcInf.SetTransform(shrinkServiceObject)
 	changed := func(any) {

@@ -3,6 +3,8 @@ package correlate
 import (
 	"maps"
 	"net/netip"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,5 +184,70 @@ func TestLastOfKnownListeners(t *testing.T) {
 	got := finish(t, New(Config{}), evs, ms(6800))
 	if !got.Marks.ListenerClosed.Equal(ms(1500)) || codes(got)[0] != DiagClean {
 		t.Errorf("listener_closed = %v diagnoses %v, want +1.5s clean", got.Marks.ListenerClosed.Sub(t0), codes(got))
+	}
+}
+
+// Two containers stopped in parallel, the proxy with its own stop signal
+// (SIGQUIT): the stop signal is the first matching one sent to an init, a
+// SIGTERM to the proxy's init is not its stop signal, and the exit mark is
+// the last init's exit. The termination waits for both inits.
+func TestTwoContainersOwnStopSignals(t *testing.T) {
+	grace := 30 * time.Second
+	two := func(started bool) collector.Pod {
+		p := podOf(podA, ipA, grace, started)
+		proxy := collector.Container{Name: "proxy", StopSignal: 3}
+		if started {
+			proxy.ID = strings.Repeat("d", 64)
+		}
+		p.Containers = append(p.Containers, proxy)
+		return p
+	}
+	del := two(true)
+	del.DeletionTimestamp, del.DeletionGracePeriod = ms(-20).Add(grace), grace
+	c := New(Config{})
+	feed(c, []any{
+		collector.PodUpdate{Seen: ms(-60000), Pod: two(false)},
+		bind{podA, netA, cgA},
+		collector.PodUpdate{Seen: ms(-59999), Pod: two(true)},
+		collector.PodUpdate{Seen: ms(-10), Pod: del},
+	})
+	c.BindCgroup(podA, "proxy", cgB)
+	feed(c, []any{
+		signal(cgB, initPID+10, 15, true, "envoy", ms(0)), // not the proxy's stop signal
+		signal(cgB, initPID+10, 3, true, "envoy", ms(1)),
+		signal(cgA, initPID, 15, true, "server", ms(2)),
+		exited(cgA, initPID, 0, 0, true, ms(1000)),
+		gone(podA, ms(1100)),
+	})
+	if done := c.Tick(ms(6100)); len(done) != 0 {
+		t.Fatalf("completed before the proxy's init exited")
+	}
+	got := finish(t, c, []any{exited(cgB, initPID+10, 0, 0, true, ms(1200))}, ms(6100))
+	if !got.Marks.StopSignal.Equal(ms(1)) || got.StopSignal != 3 || !got.Marks.Exit.Equal(ms(1200)) {
+		t.Errorf("stop signal %d at %v, exit at %v; want 3 at +1ms, exit at +1.2s",
+			got.StopSignal, got.Marks.StopSignal.Sub(t0), got.Marks.Exit.Sub(t0))
+	}
+}
+
+// A termination completed before the snapshot is neither completed again
+// nor restarted by the replay of its events.
+func TestRestoreAfterCompletion(t *testing.T) {
+	evs := flatten(naive())
+	c := New(Config{})
+	want := finish(t, c, evs, ms(7600))
+	snap, err := c.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := New(Config{})
+	if err := after.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	feed(after, evs)
+	if done := after.Tick(ms(20000)); len(done) != 0 {
+		t.Fatalf("the replay completed %d terminations again", len(done))
+	}
+	if got, ok := after.Get(podA); !ok || !reflect.DeepEqual(got, want) {
+		t.Errorf("Get after restore = %v %+v", ok, got)
 	}
 }

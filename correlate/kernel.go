@@ -20,7 +20,7 @@ func (c *Correlator) Kernel(e collector.Event) {
 		return
 	}
 	p.KernelSeen = true
-	if p.Term == nil && isRare(e.Type) {
+	if p.Term == nil && worthReplaying(&e) {
 		p.Early.push(&e)
 	}
 	c.dispatch(p, container, &e)
@@ -53,11 +53,18 @@ func (c *Correlator) watermark(t time.Time) {
 	}
 }
 
-// isRare says whether events of type t are kept for replay when they arrive
-// before the termination they belong to. Accepts are too frequent; the
-// Accepts ring covers them.
-func isRare(t collector.EventType) bool {
-	return t != collector.EventAccept && t != collector.EventListenOpen
+// worthReplaying says whether e is kept for replay when it arrives before
+// the termination it may belong to. Accepts are too frequent (the Accepts
+// ring covers them); of signals only SIGKILL and those to an init can
+// matter (the Go runtime alone sends SIGURG by the thousand).
+func worthReplaying(e *collector.Event) bool {
+	switch e.Type {
+	case collector.EventAccept, collector.EventListenOpen:
+		return false
+	case collector.EventSignal:
+		return e.Signal == sigkill || e.TargetInit
+	}
+	return true
 }
 
 func (c *Correlator) dispatch(p *podState, container string, e *collector.Event) {

@@ -71,9 +71,12 @@ type termState struct {
 	SawInitExit bool `json:"saw_init_exit,omitempty"`
 }
 
-// maxTrackedCookies bounds the per-termination cookie sets: a busy pod that
-// keeps accepting through a long drain must not grow memory without end.
-const maxTrackedCookies = 1 << 16
+// maxTrackedCookies bounds the per-termination cookie and PID sets: a busy
+// pod that keeps accepting through a long drain must not grow memory (and
+// the persisted snapshot) without end. Past it, connections accepted after
+// the stop signal are no longer told apart and inflight_at_stop_signal may
+// over-count; the exact fix is an accept time on conn_closed_inflight.
+const maxTrackedCookies = 8192
 
 // listenerSet tracks the pod's open listening sockets by cookie. Complete
 // says every open listener is in Open: false when the daemon may have

@@ -47,7 +47,7 @@ func (a *Agent) killContainerWithMessage(ctx context.Context, pod *corev1.Pod, c
 		grace -= a.preStop(ctx, pod, c, podIP, grace, t)
 	}
 	t.StopTimeout = StopTimeout(grace, 0)
-	a.stopContainer(c, t)
+	a.stopContainer(ctx, c, t)
 	t.ExitAt, t.ExitCode = c.finished, c.exitCode
 	a.log.Info().Str("pod", t.Pod).Str("container", t.Container).Int64("grace", t.Grace).
 		Int64("prestop_s", t.PreStopElapsed).Int64("stop_timeout", t.StopTimeout).
@@ -79,6 +79,7 @@ func (a *Agent) preStop(ctx context.Context, pod *corev1.Pod, c *container, podI
 			t.PreStopErr = err.Error()
 		}
 	case <-time.After(time.Duration(grace) * time.Second):
+	case <-ctx.Done(): // the agent is stopping
 	}
 	t.PreStopElapsed = PreStopElapsed(time.Since(t.PreStopStart))
 	return t.PreStopElapsed
@@ -101,7 +102,7 @@ func handlerKind(h handler) string {
 // stopContainer is containerd's StopContainer(timeout): the stop signal
 // once to the init process, wait up to the timeout, then SIGKILL and wait
 // for the exit (bounded: the cgroup is killed as a last resort).
-func (a *Agent) stopContainer(c *container, t *Termination) {
+func (a *Agent) stopContainer(ctx context.Context, c *container, t *Termination) {
 	sig, err := StopSignal(&c.spec)
 	if err != nil {
 		a.log.Warn().Err(err).Str("container", c.spec.Name).Msg("bad stop signal, using SIGTERM")
@@ -116,6 +117,7 @@ func (a *Agent) stopContainer(c *container, t *Termination) {
 	case <-c.exited:
 		return
 	case <-time.After(time.Duration(t.StopTimeout) * time.Second):
+	case <-ctx.Done(): // the agent is stopping: no more grace
 	}
 	t.SIGKILLAt = time.Now()
 	_ = c.proc.Signal(syscall.SIGKILL)

@@ -30,9 +30,12 @@ func (a *Agent) nodeObject() *corev1.Node {
 		labels[k] = v
 	}
 	cidr := netlab.PodCIDR(a.cfg.Index)
+	// Like the kubelet, register with the status filled in, so the scheduler
+	// never sees this node without allocatable resources.
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: a.cfg.Name, Labels: labels},
 		Spec:       corev1.NodeSpec{PodCIDR: cidr, PodCIDRs: []string{cidr}},
+		Status:     a.nodeStatus(),
 	}
 }
 

@@ -1,10 +1,14 @@
 package prometheus
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
+	"sigs.k8s.io/yaml"
+
+	"github.com/drainwatch/drainwatch/exporter/promtest"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
 )
 
@@ -23,5 +27,42 @@ func TestAlertRules(t *testing.T) {
 			t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 		t.Logf("promtool %s:\n%s", strings.Join(args, " "), out)
+	}
+}
+
+// TestAlertsUseOnlyExportedMetrics keeps the rules in step with /metrics.
+func TestAlertsUseOnlyExportedMetrics(t *testing.T) {
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `json:"alert"`
+				Expr  string `json:"expr"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	data, err := os.ReadFile("alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &rules); err != nil {
+		t.Fatal(err)
+	}
+	exported, err := promtest.ExportedNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			n++
+			for _, name := range promtest.MetricNames(r.Expr) {
+				if !exported[name] {
+					t.Errorf("%s: %s is not exported by drainwatch", r.Alert, name)
+				}
+			}
+		}
+	}
+	if n != 4 {
+		t.Errorf("%d alerts, want 4", n)
 	}
 }

@@ -1,0 +1,100 @@
+package grafana
+
+import (
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/bargauge"
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+)
+
+// UID is the dashboard's stable uid (links and provisioning use it).
+const UID = "drainwatch-rollouts"
+
+// Dashboard builds the drainwatch dashboard: per workload, what each
+// rollout (revision) lost, how long routing and the termination phases
+// took, and drainwatch's own health.
+func Dashboard() (dashboard.Dashboard, error) {
+	b := dashboard.NewDashboardBuilder("drainwatch — traffic lost in pod terminations").
+		Uid(UID).
+		Tags([]string{"drainwatch", "kubernetes", "rollouts"}).
+		Description("Connections refused after SIGTERM and requests killed by SIGKILL per rollout, measured in the kernel by drainwatch.").
+		Refresh("1m").
+		Time("now-6h", "now").
+		Timezone(common.TimeZoneBrowser).
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").Label("Data source").Type("prometheus")).
+		WithVariable(labelVariable("namespace", `label_values(drainwatch_terminations_total, namespace)`)).
+		WithVariable(labelVariable("workload", `label_values(drainwatch_terminations_total{namespace=~"$namespace"}, workload)`))
+	b.WithRow(dashboard.NewRowBuilder("Rollouts: traffic lost per revision"))
+	b.WithPanel(bars("Connections refused after SIGTERM", "Connection attempts answered with ECONNREFUSED after the stop signal: the listener closed before routing stopped sending traffic. Fix: a preStop sleep or drain delay longer than the routing lag.", qRefusedRate, "{{workload}} rev {{revision}}"))
+	b.WithPanel(bars("Requests killed by SIGKILL", "Requests in flight when the kubelet sent SIGKILL. Fix: a grace period above preStop + drain + cleanup.", qKilledRate, "{{workload}} rev {{revision}}"))
+	b.WithPanel(totals("Refused after SIGTERM, per revision (retained series)", qRefusedTotal))
+	b.WithPanel(totals("Killed by SIGKILL, per revision (retained series)", qKilledTotal))
+	b.WithPanel(bars("Terminations by outcome", "Completed terminations: clean, refused, killed, refused_and_killed, partial (kernel view incomplete).", qOutcomes, "{{workload}} rev {{revision}} {{outcome}}"))
+	b.WithPanel(bars("Accepted after endpoint removal", "Connections accepted after the endpoint became not ready: routing had not converged (evidence for the delay a pod needs, not an error by itself).", qAcceptedLate, "{{workload}} rev {{revision}}"))
+	b.WithRow(dashboard.NewRowBuilder("Timing"))
+	b.WithPanel(seconds("Routing lag (last hour)", "Last connection attempt minus endpoint not ready: a lower bound of routing convergence. A preStop sleep must exceed it.",
+		query(qRoutingLagP95, "p95 {{workload}}"), query(qRoutingLagMax, "max {{workload}}")))
+	b.WithPanel(seconds("Termination phases, p95 (last hour)", "prestop: Killing to stop signal; listener_close_delay: stop signal to listener closed; drain: stop signal to exit; grace_used: delete to exit.",
+		query(qPhaseP95, "{{workload}} {{phase}}")))
+	b.WithPanel(seconds("Termination phases, mean (last hour)", "Mean phase durations.", query(qPhaseMean, "{{workload}} {{phase}}")))
+	b.WithRow(dashboard.NewRowBuilder("drainwatch health"))
+	b.WithPanel(series("Nodes with a probe not attached", "Terminations on these nodes are partial.", "none", query(qProbesDown, "{{probe}}")))
+	b.WithPanel(series("Nodes with the probe attached", "", "none", query(qProbesUp, "{{probe}}")))
+	b.WithPanel(series("Kernel events", "Events read from the ring buffers, by type.", "ops", query(qEventsRate, "{{type}}")))
+	b.WithPanel(series("Kernel events lost", "Dropped in BPF (ring buffer full) or at the correlator's queue: counts on that node may be low.", "none", query(qEventsLost, "{{instance}}")))
+	b.WithPanel(series("Unattributed kernel events", "Events in a watched scope that matched no pod.", "ops", query(qUnattributed, "{{type}}")))
+	b.WithPanel(series("Daemon memory", "Resident memory of each drainwatch daemon.", "bytes", query(qMemory, "{{instance}}")))
+	b.WithPanel(series("Versions", "Daemons per drainwatch version.", "none", query(qVersions, "{{version}} ({{goversion}})")))
+	d, err := b.Build()
+	if err != nil {
+		return d, fmt.Errorf("building the dashboard: %w", err)
+	}
+	return d, nil
+}
+
+func labelVariable(name, q string) *dashboard.QueryVariableBuilder {
+	return dashboard.NewQueryVariableBuilder(name).Label(name).
+		Query(dashboard.StringOrMap{String: cog.ToPtr(q)}).
+		Datasource(datasource()).Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Multi(true).IncludeAll(true).AllValue(".*").Sort(dashboard.VariableSortAlphabeticalAsc)
+}
+
+func datasource() common.DataSourceRef {
+	return common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr("${datasource}")}
+}
+
+func query(expr, legend string) *prometheus.DataqueryBuilder {
+	return prometheus.NewDataqueryBuilder().Expr(expr).LegendFormat(legend).Datasource(datasource())
+}
+
+func series(title, desc, unit string, qs ...*prometheus.DataqueryBuilder) *timeseries.PanelBuilder {
+	p := timeseries.NewPanelBuilder().Title(title).Description(desc).Unit(unit).Min(0).
+		Datasource(datasource()).Height(8).Span(8).NoValue("0").
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(true).
+			DisplayMode(common.LegendDisplayModeList).Placement(common.LegendPlacementBottom)).
+		Tooltip(common.NewVizTooltipOptionsBuilder().Mode(common.TooltipDisplayModeMulti).Sort(common.SortOrderDescending))
+	for _, q := range qs {
+		p.WithTarget(q)
+	}
+	return p
+}
+
+func seconds(title, desc string, qs ...*prometheus.DataqueryBuilder) *timeseries.PanelBuilder {
+	return series(title, desc, "s", qs...).Span(12)
+}
+
+func bars(title, desc, expr, legend string) *timeseries.PanelBuilder {
+	return series(title, desc, "none", query(expr, legend)).DrawStyle(common.GraphDrawStyleBars).FillOpacity(80).Span(12)
+}
+
+func totals(title, expr string) *bargauge.PanelBuilder {
+	return bargauge.NewPanelBuilder().Title(title).Unit("none").Min(0).Datasource(datasource()).NoValue("0").
+		WithTarget(query(expr, "{{workload}} rev {{revision}}").Instant()).
+		Orientation(common.VizOrientationHorizontal).DisplayMode(common.BarGaugeDisplayModeGradient).
+		Height(8).Span(12)
+}

@@ -1,0 +1,36 @@
+package grafana
+
+// Selectors shared by the per-workload panels: the dashboard's namespace and
+// workload variables.
+const sel = `namespace=~"$namespace", workload=~"$workload"`
+
+// Per-rollout queries. Counters of a revision are summed over nodes; the
+// revision is the rollout identity, so "per revision" reads "per rollout".
+var (
+	qRefusedRate  = `sum by (workload, revision) (increase(drainwatch_connections_refused_after_sigterm_total{` + sel + `}[$__rate_interval]))`
+	qKilledRate   = `sum by (workload, revision) (increase(drainwatch_requests_killed_by_sigkill_total{` + sel + `}[$__rate_interval]))`
+	qRefusedTotal = `sum by (workload, revision) (drainwatch_connections_refused_after_sigterm_total{` + sel + `})`
+	qKilledTotal  = `sum by (workload, revision) (drainwatch_requests_killed_by_sigkill_total{` + sel + `})`
+	qOutcomes     = `sum by (workload, revision, outcome) (increase(drainwatch_terminations_total{` + sel + `}[$__rate_interval]))`
+	qAcceptedLate = `sum by (workload, revision) (increase(drainwatch_connections_accepted_after_endpoint_removal_total{` + sel + `}[$__rate_interval]))`
+)
+
+// Timing queries. Terminations are rare events: quantiles over an hour of
+// them say more than per-scrape rates.
+var (
+	qRoutingLagP95 = `histogram_quantile(0.95, sum by (workload, le) (increase(drainwatch_routing_lag_seconds_bucket{` + sel + `}[1h])))`
+	qRoutingLagMax = `histogram_quantile(1, sum by (workload, le) (increase(drainwatch_routing_lag_seconds_bucket{` + sel + `}[1h])))`
+	qPhaseP95      = `histogram_quantile(0.95, sum by (workload, phase, le) (increase(drainwatch_termination_phase_seconds_bucket{` + sel + `}[1h])))`
+	qPhaseMean     = `sum by (workload, phase) (increase(drainwatch_termination_phase_seconds_sum{` + sel + `}[1h])) / sum by (workload, phase) (increase(drainwatch_termination_phase_seconds_count{` + sel + `}[1h]))`
+)
+
+// drainwatch's own health.
+var (
+	qProbesDown   = `count by (probe) (drainwatch_probe_attached == 0)`
+	qProbesUp     = `sum by (probe) (drainwatch_probe_attached)`
+	qEventsRate   = `sum by (type) (rate(drainwatch_kernel_events_total[$__rate_interval]))`
+	qEventsLost   = `sum by (instance) (increase(drainwatch_kernel_events_lost_total[$__rate_interval]))`
+	qUnattributed = `sum by (type) (rate(drainwatch_unattributed_events_total[$__rate_interval]))`
+	qVersions     = `count by (version, goversion) (drainwatch_build_info)`
+	qMemory       = `max by (instance) (process_resident_memory_bytes * on (instance, job) group_left () drainwatch_build_info)`
+)

@@ -1,0 +1,107 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"time"
+)
+
+// Conn outcomes as the router saw them.
+const (
+	Proxied   = "proxied"    // backend connected, bytes spliced both ways
+	Refused   = "refused"    // the backend refused (ECONNREFUSED): client reset
+	DialError = "dial_error" // another dial failure: client reset
+	NoBackend = "no_backend" // no ready endpoint applied: client reset
+)
+
+// Conn is the router's record of one accepted client connection.
+type Conn struct {
+	Client   string // client's address as the router saw it (= client.Request.Local)
+	Backend  string // "ip:port" picked, empty with NoBackend
+	Accepted time.Time
+	Outcome  string
+	Err      string
+}
+
+// serve accepts until the listener is closed.
+func (r *Router) serve(ctx context.Context) {
+	for {
+		c, err := r.cfg.Listener.Accept()
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
+				r.log.Error().Err(err).Msg("accept failed; router stops accepting")
+			}
+			return
+		}
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.handle(ctx, c)
+		}()
+	}
+}
+
+// handle picks a backend and splices. A client of a real L4 load balancer
+// (kube-proxy's DNAT) sees the backend's RST to its SYN as ECONNREFUSED; a
+// userspace proxy has already completed the client's handshake, so the
+// closest it can do is reset the client connection (SO_LINGER 0): the client
+// sees ECONNRESET, and the router's record says Refused with the backend.
+func (r *Router) handle(ctx context.Context, c net.Conn) {
+	rec := Conn{Client: c.RemoteAddr().String(), Accepted: time.Now()}
+	backend, ok := r.table.Pick()
+	if !ok {
+		rec.Outcome = NoBackend
+		r.record(rec)
+		resetConn(c)
+		return
+	}
+	rec.Backend = backend
+	dctx, cancel := context.WithTimeout(ctx, r.cfg.DialTimeout)
+	b, err := r.cfg.Dial(dctx, "tcp", backend)
+	cancel()
+	if err != nil {
+		rec.Outcome, rec.Err = DialError, err.Error()
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			rec.Outcome = Refused
+		}
+		r.record(rec)
+		resetConn(c)
+		return
+	}
+	rec.Outcome = Proxied
+	r.record(rec)
+	splice(c, b)
+}
+
+// splice copies both ways. A FIN is passed on as a FIN (half close); a reset
+// on one side resets the other, so a backend killed mid-request shows to the
+// client as a reset, as it would through a NAT.
+func splice(client, backend net.Conn) {
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		defer func() { done <- struct{}{} }()
+		if _, err := io.Copy(dst, src); err != nil && errors.Is(err, syscall.ECONNRESET) {
+			resetConn(dst)
+			return
+		}
+		if tc, ok := dst.(*net.TCPConn); ok {
+			_ = tc.CloseWrite()
+		}
+	}
+	go pipe(backend, client)
+	go pipe(client, backend)
+	<-done
+	<-done
+	client.Close()
+	backend.Close()
+}
+
+func resetConn(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	c.Close()
+}

@@ -144,6 +144,7 @@ func (c *Correlator) endpointsNotReady(p *podState) {
 func (c *Correlator) begin(p *podState, start time.Time) {
 	t := &termState{Start: start, Ran: anyRunning(p.Pod) || p.KernelSeen}
 	identify(&t.T, p.Pod)
+	t.T.Marks.LastAccept = p.LastAccept
 	p.Term = t
 	// Kubelet Events that raced ahead of the deletion belong to it; older
 	// ones are from container restarts.

@@ -105,32 +105,17 @@ func (c *Correlator) expire(now time.Time) {
 }
 
 // evaluate returns the record of p's termination with partial reasons,
-// diagnoses and outcome. Missing marks only make a final record partial:
-// in progress they may still come.
+// diagnoses and outcome.
 func (c *Correlator) evaluate(p *podState, final bool) Termination {
 	ts := p.Term
 	t := ts.T
 	t.Connections = slices.Clone(t.Connections)
 	t.PartialReasons = slices.Clone(t.PartialReasons)
-	if ts.StartedLate {
-		addPartial(&t, PartialStartedLate)
-	}
-	for _, g := range c.gaps {
-		if overlaps(g, startOf(t), c.end(p)) {
-			addPartial(&t, g.Reason)
-		}
-	}
-	if final && ts.Ran && t.Marks.Exit.IsZero() {
-		if t.Marks.StopSignal.IsZero() {
-			addPartial(&t, PartialNoStopSignal)
-		}
-		addPartial(&t, PartialNoExit)
-	}
-	// Refusals with no stop signal ever seen: when the view is incomplete
-	// the stop signal was most likely missed, and the headline count must
-	// not lose them; when it is complete the server stopped listening by
-	// itself (a preStop, a crash) before any stop signal.
-	if t.Partial {
+	// Refusals with no stop signal ever seen: when the kernel view may have
+	// missed it, the headline count must not lose them; when it cannot have,
+	// the server stopped listening by itself (a preStop, a crash) before
+	// any stop signal.
+	if c.markPartial(p, &t, final) {
 		t.Counts.RefusedAfterSigterm += ts.Unclassified
 	} else {
 		t.Counts.RefusedBeforeSigterm += ts.Unclassified
@@ -138,6 +123,31 @@ func (c *Correlator) evaluate(p *podState, final bool) Termination {
 	t.Diagnoses = diagnose(t, ts.PrestopMessage, c.cfg)
 	t.Outcome = outcomeOf(t)
 	return t
+}
+
+// markPartial adds the reasons the kernel view of t is incomplete and
+// reports whether it may lack the stop signal. Missing marks only count in
+// a final record: in progress they may still come.
+func (c *Correlator) markPartial(p *podState, t *Termination, final bool) (blind bool) {
+	ts := p.Term
+	if ts.StartedLate {
+		addPartial(t, PartialStartedLate)
+		blind = true
+	}
+	for _, g := range c.gaps {
+		if overlaps(g, startOf(*t), c.end(p)) {
+			addPartial(t, g.Reason)
+			blind = true
+		}
+	}
+	if final && ts.Ran && t.Marks.Exit.IsZero() {
+		if t.Marks.StopSignal.IsZero() {
+			addPartial(t, PartialNoStopSignal)
+			blind = true
+		}
+		addPartial(t, PartialNoExit)
+	}
+	return blind
 }
 
 // end is the last moment a kernel event can still belong to p's

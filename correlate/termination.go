@@ -30,12 +30,19 @@ type Marks struct {
 // Counts are the exact counts of DESIGN.md, compared in tests with what the
 // clients saw.
 type Counts struct {
-	RefusedAfterSigterm            int `json:"refused_after_sigterm"`
-	RefusedBeforeSigterm           int `json:"refused_before_sigterm"`
-	RequestsKilledBySigkill        int `json:"requests_killed_by_sigkill"`
+	RefusedAfterSigterm     int `json:"refused_after_sigterm"`
+	RefusedBeforeSigterm    int `json:"refused_before_sigterm"`
+	RequestsKilledBySigkill int `json:"requests_killed_by_sigkill"`
+	// InflightAtStopSignal is a lower bound: connections open at the stop
+	// signal that were later torn down with a request in flight. Requests
+	// in flight at the stop signal that then completed leave no kernel
+	// event drainwatch reads.
 	InflightAtStopSignal           int `json:"inflight_at_stop_signal"`
 	AcceptedAfterEndpointsNotReady int `json:"accepted_after_endpoints_not_ready"`
-	ConnectionsResetAtExit         int `json:"connections_reset_at_exit"`
+	// ConnectionsResetAtExit counts RSTs sent by a process of the pod after
+	// its exit, and in-flight connections torn down by an exit other than
+	// SIGKILL's.
+	ConnectionsResetAtExit int `json:"connections_reset_at_exit"`
 }
 
 // Diagnosis codes (DESIGN.md). Each Diagnosis carries a one-line explanation

@@ -5,10 +5,18 @@
  * namespace decide whether the signal is watched. */
 #include "drainwatch.h"
 
+#define SIGCHLD 17
+#define SIGURG 23
+
 SEC("tp_btf/signal_generate")
 int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info,
 	     struct task_struct *task, int group, int result)
 {
+	/* Go runtimes preempt goroutines with SIGURG every few milliseconds and
+	 * every child exit sends SIGCHLD: neither is ever a stop signal, and
+	 * reporting them would make signals the busiest events. */
+	if (sig == SIGURG || sig == SIGCHLD)
+		return 0;
 	if (!task_watched(task))
 		return 0;
 	struct event *e = event_reserve(EV_SIGNAL);

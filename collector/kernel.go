@@ -3,6 +3,7 @@ package collector
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cilium/ebpf"
@@ -42,6 +43,11 @@ type Kernel struct {
 	counts  [eventTypeCount]atomic.Uint64
 	dropped atomic.Uint64
 	invalid atomic.Uint64
+	// finalLost keeps the kernel's lost count once the maps are closed, so
+	// Stats still answers after Close (for a final summary).
+	finalLost atomic.Pointer[uint64]
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // OpenKernel checks the environment, loads and attaches every probe the
@@ -85,10 +91,16 @@ func (k *Kernel) Probes() []ProbeStatus { return append([]ProbeStatus(nil), k.pr
 
 // Close stops the reader (closing the ring buffer unblocks it), waits for it
 // to finish, then detaches every probe and frees the maps.
+// Closing twice is harmless.
 func (k *Kernel) Close() error {
-	err := k.reader.Close()
-	<-k.done
-	return errors.Join(err, k.closeKernelObjects())
+	k.closeOnce.Do(func() {
+		err := k.reader.Close()
+		<-k.done
+		lost, lerr := k.maps.lostInKernel()
+		k.finalLost.Store(&lost)
+		k.closeErr = errors.Join(err, lerr, k.closeKernelObjects())
+	})
+	return k.closeErr
 }
 
 func (k *Kernel) closeKernelObjects() error {

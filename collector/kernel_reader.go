@@ -75,6 +75,10 @@ func (k *Kernel) Stats() (KernelStats, error) {
 	for _, t := range EventTypes() {
 		s.Events[t] = k.counts[t].Load()
 	}
+	if final := k.finalLost.Load(); final != nil {
+		s.LostInKernel = *final
+		return s, nil
+	}
 	var err error
 	s.LostInKernel, err = k.maps.lostInKernel()
 	return s, err

@@ -1,0 +1,51 @@
+// Command drainwatch measures, on a Kubernetes node, the connections refused
+// after SIGTERM and the requests killed by SIGKILL during pod terminations.
+//
+// main only dispatches to subcommands; each lives in its own file
+// (trace.go, run.go) and returns its exit code.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+
+	"github.com/drainwatch/drainwatch/exporter"
+)
+
+const usage = `drainwatch — did this pod termination lose traffic, and why?
+
+Usage:
+  drainwatch run     [flags]   the node daemon (Kubernetes, metrics, API)
+  drainwatch trace   [flags]   stream kernel events of a netns, cgroup or pid (no Kubernetes)
+  drainwatch version           print the version
+  drainwatch help              this text
+
+Run "drainwatch <command> -h" for a command's flags.
+`
+
+func main() {
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(args[1:])
+	case "trace":
+		return traceCmd(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintf(stdout, "drainwatch %s (%s)\n", exporter.Version, runtime.Version())
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "drainwatch: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// traceFlags are `drainwatch trace`'s filters and output format. With no
+// filter every namespace and cgroup of the host is traced.
+type traceFlags struct {
+	netns, cgroup, format, logLevel string
+	pid                             int
+}
+
+func parseTraceFlags(args []string, stderr io.Writer) (traceFlags, error) {
+	var f traceFlags
+	fs := flag.NewFlagSet("drainwatch trace", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.netns, "netns", "", "network namespace to watch: a path (/run/netns/NAME, /proc/PID/ns/net) or an inode number")
+	fs.StringVar(&f.cgroup, "cgroup", "", "cgroup v2 directory to watch (signals and exits of its tasks), absolute or below the cgroup2 mount")
+	fs.IntVar(&f.pid, "pid", 0, "watch this process's network namespace and cgroup")
+	fs.StringVar(&f.format, "format", "json", "json (one object per line) or text")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (logs go to stderr)")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("drainwatch trace takes no arguments, got %q", fs.Args())
+	}
+	if f.format != "json" && f.format != "text" {
+		return f, fmt.Errorf("--format %q: want json or text", f.format)
+	}
+	return f, nil
+}
+
+func (f traceFlags) watchAll() bool { return f.netns == "" && f.cgroup == "" && f.pid == 0 }
+
+// traceCmd is `drainwatch trace`. It returns the exit code.
+func traceCmd(args []string, stdout, stderr io.Writer) int {
+	f, err := parseTraceFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "drainwatch trace:", err)
+		return 2
+	}
+	level, err := zerolog.ParseLevel(f.logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "drainwatch trace: --log-level:", err)
+		return 2
+	}
+	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr)}).Level(level).With().Timestamp().Logger()
+	k, err := collector.OpenKernel(collector.KernelOptions{Logger: log, WatchAll: f.watchAll()})
+	if err != nil {
+		fmt.Fprintln(stderr, "drainwatch trace:", err)
+		return 1
+	}
+	if err := watchScopes(k, f, log); err != nil {
+		k.Close()
+		fmt.Fprintln(stderr, "drainwatch trace:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return streamEvents(ctx, k, f.format, stdout, stderr)
+}
+
+// watchScopes turns the filters into watched netns inodes and cgroup ids.
+func watchScopes(k *collector.Kernel, f traceFlags, log zerolog.Logger) error {
+	if f.pid != 0 {
+		ino, err := collector.NetnsOfPID(f.pid)
+		if err != nil {
+			return err
+		}
+		dir, err := collector.CgroupOfPID(f.pid)
+		if err != nil {
+			return err
+		}
+		if err := watchNetnsCgroup(k, ino, dir, log); err != nil {
+			return err
+		}
+	}
+	if f.netns != "" {
+		ino, err := collector.ResolveNetns(f.netns)
+		if err != nil {
+			return err
+		}
+		if err := watchNetnsCgroup(k, ino, "", log); err != nil {
+			return err
+		}
+	}
+	if f.cgroup != "" {
+		return watchNetnsCgroup(k, 0, f.cgroup, log)
+	}
+	return nil
+}
+
+func watchNetnsCgroup(k *collector.Kernel, netns uint32, cgroupDir string, log zerolog.Logger) error {
+	if netns != 0 {
+		if err := k.WatchNetns(netns); err != nil {
+			return err
+		}
+		log.Info().Uint32("netns", netns).Msg("watching network namespace")
+	}
+	if cgroupDir == "" {
+		return nil
+	}
+	id, err := collector.CgroupID(cgroupDir)
+	if err != nil {
+		return err
+	}
+	if err := k.WatchCgroup(id); err != nil {
+		return err
+	}
+	log.Info().Uint64("cgroup_id", id).Str("cgroup", cgroupDir).Msg("watching cgroup")
+	return nil
+}
+
+// streamEvents writes events until ctx ends, then closes the kernel side,
+// writes what was still buffered and prints the summary to stderr.
+func streamEvents(ctx context.Context, k *collector.Kernel, format string, stdout, stderr io.Writer) int {
+	w := bufio.NewWriter(stdout)
+	write := writeJSON
+	if format == "text" {
+		write = writeText
+	}
+	events := k.Events()
+	go func() {
+		<-ctx.Done()
+		k.Close() // closes events once the reader stopped
+	}()
+	for ev := range events {
+		write(w, &ev)
+		if len(events) == 0 {
+			w.Flush() // stream promptly, batch under load
+		}
+	}
+	w.Flush()
+	st, err := k.Stats()
+	printSummary(stderr, st, err)
+	return 0
+}
+
+// isTerminal reports whether w is a character device (colours only there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

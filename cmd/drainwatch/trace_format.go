@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// jsonEvent is one line of `drainwatch trace --format json`. Fields that do
+// not apply to a type are left out; exit_code is present on every exit
+// (0 is a real code).
+type jsonEvent struct {
+	Type         string `json:"type"`
+	Time         string `json:"time"`
+	Netns        uint32 `json:"netns,omitempty"`
+	CgroupID     uint64 `json:"cgroup_id,omitempty"`
+	PID          uint32 `json:"pid,omitempty"`
+	TID          uint32 `json:"tid,omitempty"`
+	Comm         string `json:"comm,omitempty"`
+	Local        string `json:"local,omitempty"`
+	Remote       string `json:"remote,omitempty"`
+	SockCookie   uint64 `json:"sock_cookie,omitempty"`
+	Reason       uint32 `json:"reason,omitempty"`
+	Signal       uint32 `json:"signal,omitempty"`
+	SignalResult string `json:"signal_result,omitempty"`
+	SenderPID    uint32 `json:"sender_pid,omitempty"`
+	SenderComm   string `json:"sender_comm,omitempty"`
+	TargetInit   bool   `json:"target_init,omitempty"`
+	ExitCode     *int32 `json:"exit_code,omitempty"`
+	ExitSignal   uint32 `json:"exit_signal,omitempty"`
+	Cause        string `json:"cause,omitempty"`
+}
+
+func toJSONEvent(ev *collector.Event) jsonEvent {
+	j := jsonEvent{
+		Type: ev.Type.String(), Time: ev.Time.UTC().Format(time.RFC3339Nano),
+		Netns: ev.NetnsIno, CgroupID: ev.CgroupID, PID: ev.PID, TID: ev.TID, Comm: ev.Comm.String(),
+		Local: addrString(ev.Local), Remote: addrString(ev.Remote), SockCookie: ev.SockCookie,
+		Reason: ev.Reason, Signal: ev.Signal, SenderPID: ev.SenderPID, SenderComm: ev.SenderComm.String(),
+		TargetInit: ev.TargetInit, ExitSignal: ev.ExitSignal,
+	}
+	switch ev.Type {
+	case collector.EventSignal:
+		j.SignalResult = ev.SignalResult.String()
+	case collector.EventExit:
+		code := ev.ExitCode
+		j.ExitCode = &code
+	case collector.EventConnClosedInflight:
+		j.Cause = ev.Cause.String()
+	}
+	return j
+}
+
+func addrString(a netip.AddrPort) string {
+	if !a.IsValid() {
+		return ""
+	}
+	return a.String()
+}
+
+func writeJSON(w io.Writer, ev *collector.Event) {
+	b, err := json.Marshal(toJSONEvent(ev))
+	if err != nil {
+		return // cannot happen: only strings and numbers
+	}
+	w.Write(append(b, '\n'))
+}
+
+// writeText writes one human line: time, type, then the fields that apply.
+func writeText(w io.Writer, ev *collector.Event) {
+	j := toJSONEvent(ev)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %-20s netns=%d", ev.Time.Format("15:04:05.000000000"), j.Type, j.Netns)
+	switch ev.Type {
+	case collector.EventSignal:
+		fmt.Fprintf(&b, " sig=%d pid=%d comm=%s init=%t from=%d/%s result=%s",
+			j.Signal, j.PID, j.Comm, j.TargetInit, j.SenderPID, j.SenderComm, j.SignalResult)
+	case collector.EventExit:
+		fmt.Fprintf(&b, " pid=%d comm=%s code=%d sig=%d init=%t", j.PID, j.Comm, *j.ExitCode, j.ExitSignal, j.TargetInit)
+	default:
+		fmt.Fprintf(&b, " %s <- %s", j.Local, j.Remote)
+		if j.Reason != 0 {
+			fmt.Fprintf(&b, " reason=%d", j.Reason)
+		}
+		if j.Cause != "" {
+			fmt.Fprintf(&b, " cause=%s pid=%d comm=%s", j.Cause, j.PID, j.Comm)
+		}
+	}
+	b.WriteByte('\n')
+	io.WriteString(w, b.String())
+}
+
+// printSummary writes the counts per type and the lost events.
+func printSummary(w io.Writer, st collector.KernelStats, err error) {
+	fmt.Fprintln(w, "drainwatch trace summary:")
+	for _, t := range collector.EventTypes() {
+		fmt.Fprintf(w, "  %-22s %d\n", t, st.Events[t])
+	}
+	fmt.Fprintf(w, "  %-22s %d (ring buffer full: %d, reader behind: %d, undecodable: %d)\n",
+		"lost", st.Lost(), st.LostInKernel, st.Dropped, st.Invalid)
+	if err != nil {
+		fmt.Fprintln(w, "  (kernel counters unavailable:", err, ")")
+	}
+}

@@ -76,6 +76,19 @@ func (c *Correlator) PodDeleted(d collector.PodDeleted) {
 	}
 }
 
+// NetnsGone takes the destruction of a network namespace: pod_gone for a
+// terminating pod whose namespace it was. A pod that is not terminating is
+// getting a new sandbox, not going away.
+func (c *Correlator) NetnsGone(ino uint32, at time.Time) {
+	p := c.pods[c.idx.Netns[ino]]
+	if ino == 0 || p == nil || p.Term == nil || p.Term.Tentative {
+		return
+	}
+	if p.Term.T.Marks.PodGone.IsZero() {
+		p.Term.T.Marks.PodGone = at
+	}
+}
+
 // Kubelet takes a kubelet Event about a pod: Killing, FailedPreStopHook.
 func (c *Correlator) Kubelet(e collector.KubeletEvent) {
 	p := c.pods[e.PodUID]

@@ -251,3 +251,26 @@ func TestRestoreAfterCompletion(t *testing.T) {
 		t.Errorf("Get after restore = %v %+v", ok, got)
 	}
 }
+
+// The network namespace destroyed before the API delete is pod_gone; a
+// namespace destroyed under a pod that is not terminating is a new sandbox.
+func TestNetnsGoneIsPodGone(t *testing.T) {
+	grace := 30 * time.Second
+	c := New(Config{})
+	feed(c, born(podB, ipB, netB, cgB, grace, ms(-60000)))
+	c.NetnsGone(netB, ms(-1000))
+	feed(c, []any{
+		born(podA, ipA, netA, cgA, grace, ms(-60000)),
+		deleting(podA, ipA, grace, ms(-20), ms(-10)),
+		signal(cgA, initPID, 15, true, "server", ms(0)),
+		exited(cgA, initPID, 0, 0, true, ms(300)),
+	})
+	c.NetnsGone(netA, ms(400))
+	got := finish(t, c, []any{gone(podA, ms(2000))}, ms(5400))
+	if got.PodUID != podA || !got.Marks.PodGone.Equal(ms(400)) {
+		t.Errorf("%s pod_gone %v, want pod A at +0.4s", got.PodUID, got.Marks.PodGone.Sub(t0))
+	}
+	if _, ok := c.Get(podB); ok {
+		t.Errorf("a new sandbox began a termination")
+	}
+}

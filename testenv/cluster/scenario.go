@@ -1,0 +1,37 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drainwatch/drainwatch/testenv/client"
+)
+
+// PodAddr is "podIP:port".
+func PodAddr(p *corev1.Pod, port int) string {
+	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port))
+}
+
+// DeletePod deletes a pod the way a rollout or `kubectl delete` does (its own
+// grace period): the node agent then terminates it like the kubelet.
+func (c *Cluster) DeletePod(ctx context.Context, ns, name string) error {
+	if err := c.Client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("deleting pod %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+// Seeds runs the seeds' experiment on a pod, from the fabric: /slow and /ready
+// straight at the pod, /work at target (the pod's own address, or a router's),
+// the stop being the pod's deletion through the API. The result is the
+// clients' ground truth.
+func (c *Cluster) Seeds(ctx context.Context, pod *corev1.Pod, port int, target string) (client.SeedsResult, error) {
+	s := client.Seeds{Dial: c.Dial, Target: target, Pod: PodAddr(pod, port),
+		Stop: func(ctx context.Context) error { return c.DeletePod(ctx, pod.Namespace, pod.Name) }}
+	return s.Run(ctx)
+}

@@ -127,6 +127,9 @@ func NewKube(cfg KubeConfig) (*Kube, error) {
 // by the informers.
 func (k *Kube) Run(ctx context.Context) error {
 	if err := k.pods.start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before the first list completed
+		}
 		return err
 	}
 	k.synced.Store(true)

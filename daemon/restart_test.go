@@ -1,0 +1,174 @@
+package daemon_test
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/daemon"
+	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
+)
+
+// runningDaemon is a daemon run in-process until stop.
+type runningDaemon struct {
+	*daemon.Daemon
+	stop func()
+}
+
+func startDaemon(t *testing.T, cfg daemon.Config) runningDaemon {
+	t.Helper()
+	d, err := daemon.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("daemon run: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	return runningDaemon{d, stop}
+}
+
+// waitTermination polls the daemon's API view until cond holds for uid.
+func waitTermination(ctx context.Context, t *testing.T, d *daemon.Daemon, uid, what string, cond func(correlate.Termination) bool) correlate.Termination {
+	t.Helper()
+	var last correlate.Termination
+	err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+		var ok bool
+		last, ok = d.Get(uid)
+		return ok && cond(last), nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v; last termination: %+v", what, err, last)
+	}
+	return last
+}
+
+// TestDaemonRestartMidTermination stops the daemon between the refusals of
+// one termination and restarts it on the same state dir: the termination
+// is completed once, with the refusals of both runs and none twice. When
+// the kernel side survived the restart (pinned BPF objects) the record is
+// exact; otherwise it is partial with daemon_down.
+func TestDaemonRestartMidTermination(t *testing.T) {
+	for _, resumed := range []bool{true, false} {
+		name := map[bool]string{true: "kernel_resumed", false: "kernel_restarted"}[resumed]
+		t.Run(name, func(t *testing.T) { testRestart(t, resumed) })
+	}
+}
+
+func testRestart(t *testing.T, resumed bool) {
+	cp := cptest.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := cp.Client
+	ns := newNamespace(ctx, t, c, "restart")
+	node := uniqueNode("restart")
+	pod, err := c.CoreV1().Pods(ns).Create(ctx, barePod("web-1", node, map[string]string{"app": "web"}), metav1.CreateOptions{})
+	must(t, err)
+	uid, cid := string(pod.UID), strings.Repeat("cd", 32)
+	fn := newFakeNode(t, uid, cid)
+	podIP := netip.MustParseAddr("10.98.0.9")
+	markRunning(pod, podIP.String(), "containerd://"+cid)
+	_, err = c.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	must(t, err)
+
+	kernel1 := newFakeKernel(false)
+	rc := rest.CopyConfig(cp.RestConfig)
+	cfg := daemon.Config{
+		NodeName: node, Rest: rc, StateDir: t.TempDir(), CgroupRoot: fn.cgroupRoot, ProcRoot: fn.procRoot,
+		Log: testLogger(t), OpenKernel: kernel1.open, TickEvery: 20 * time.Millisecond, CheckpointEvery: 50 * time.Millisecond,
+		Correlate: correlate.Config{KernelTail: 300 * time.Millisecond},
+	}
+	d1 := startDaemon(t, cfg)
+	must(t, wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+		return kernel1.watching(fn.netns, fn.cgroupID), nil
+	}))
+
+	must(t, c.CoreV1().Pods(ns).Delete(ctx, "web-1", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](30)}))
+	waitTermination(ctx, t, d1.Daemon, uid, "deletion seen", func(t correlate.Termination) bool { return !t.Marks.DeletionSeen.IsZero() })
+	kernel1.events <- stopSignal(fn, time.Now())
+	for i := range 5 {
+		kernel1.events <- refused(fn, podIP, time.Now(), uint16(40000+i))
+	}
+	waitTermination(ctx, t, d1.Daemon, uid, "5 refusals", func(t correlate.Termination) bool { return t.Counts.RefusedAfterSigterm == 5 })
+	d1.stop()
+
+	kernel2 := newFakeKernel(resumed)
+	cfg.OpenKernel = kernel2.open
+	d2 := startDaemon(t, cfg)
+	must(t, wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+		return kernel2.watching(fn.netns, fn.cgroupID), nil
+	}))
+	for i := range 3 {
+		kernel2.events <- refused(fn, podIP, time.Now(), uint16(41000+i))
+	}
+	kernel2.events <- initExit(fn, time.Now(), 143, 15)
+	must(t, c.CoreV1().Pods(ns).Delete(ctx, "web-1", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}))
+	got := waitTermination(ctx, t, d2.Daemon, uid, "complete", func(t correlate.Termination) bool { return t.Complete })
+
+	if got.Counts.RefusedAfterSigterm != 8 || got.ExitCode != 143 {
+		t.Errorf("refused_after_sigterm = %d, exit code %d; want 8 (5 before the restart, 3 after) and 143",
+			got.Counts.RefusedAfterSigterm, got.ExitCode)
+	}
+	if partial := slices.Contains(got.PartialReasons, "daemon_down"); partial == resumed {
+		t.Errorf("resumed=%v: partial reasons %v", resumed, got.PartialReasons)
+	}
+	if resumed && got.Partial {
+		t.Errorf("kernel resumed, yet the termination is partial: %v", got.PartialReasons)
+	}
+	if !kernel2.released(fn.netns, fn.cgroupID) {
+		t.Errorf("scopes still watched after the termination completed")
+	}
+	if n := terminationsTotal(t, d2.Daemon); n != 1 {
+		t.Errorf("drainwatch_terminations_total = %v, want 1", n)
+	}
+	d2.stop()
+
+	// A third run replays the API (the pod is gone) and the stored record:
+	// nothing is counted again.
+	kernel3 := newFakeKernel(resumed)
+	cfg.OpenKernel = kernel3.open
+	d3 := startDaemon(t, cfg)
+	again := waitTermination(ctx, t, d3.Daemon, uid, "stored termination", func(correlate.Termination) bool { return true })
+	if again.Counts != got.Counts || !again.Complete {
+		t.Errorf("after a second restart: %+v, want %+v", again.Counts, got.Counts)
+	}
+	if n := terminationsTotal(t, d3.Daemon); n != 1 {
+		t.Errorf("after a second restart drainwatch_terminations_total = %v, want 1", n)
+	}
+}
+
+// terminationsTotal sums drainwatch_terminations_total over its series.
+func terminationsTotal(t *testing.T, d *daemon.Daemon) float64 {
+	t.Helper()
+	mfs, err := d.Metrics().Registry().Gather()
+	must(t, err)
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() == "drainwatch_terminations_total" {
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}

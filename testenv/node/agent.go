@@ -122,7 +122,7 @@ func (cfg *Config) defaults() error {
 }
 
 func (a *Agent) up(ctx context.Context) error {
-	ns, err := netlab.New("node-" + a.cfg.Name)
+	ns, err := netlab.New(nodeNSName(a.cfg.Name))
 	if err != nil {
 		return err
 	}

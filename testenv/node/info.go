@@ -17,6 +17,7 @@ type PodInfo struct {
 	Netns           string // bind mount path under /run/netns
 	NetnsInode      uint32 // the netns inum sockets of the pod carry
 	PodCgroup       string // absolute path of the pod slice
+	SandboxID       string // the (empty) pause scope's ID: not a container
 	Containers      []ContainerInfo
 }
 
@@ -99,7 +100,7 @@ func (w *podWorker) info() PodInfo {
 	defer w.mu.Unlock()
 	pi := PodInfo{UID: w.pod.UID, Namespace: w.pod.Namespace, Name: w.pod.Name}
 	if w.sb != nil {
-		pi.IP, pi.PodCgroup = w.sb.IP, w.sb.slice
+		pi.IP, pi.PodCgroup, pi.SandboxID = w.sb.IP, w.sb.slice, w.sb.sandboxID
 		if w.sb.ns != nil {
 			pi.Netns, pi.NetnsInode = w.sb.ns.Path(), w.sb.ns.Inode()
 		}

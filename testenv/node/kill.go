@@ -60,7 +60,9 @@ func (a *Agent) killContainerWithMessage(ctx context.Context, pod *corev1.Pod, c
 // FailedPreStopHook whenever it happens, even after the grace ran out.
 func (a *Agent) preStop(ctx context.Context, pod *corev1.Pod, c *container, podIP string, grace int64, t *Termination) int64 {
 	hook := c.spec.Lifecycle.PreStop
-	h := handler{Exec: hook.Exec, HTTPGet: hook.HTTPGet, TCPSocket: hook.TCPSocket, Sleep: hook.Sleep}
+	// tcpSocket is deprecated for hooks: the kubelet fails it as an invalid
+	// handler, and so does runHandler without it.
+	h := handler{Exec: hook.Exec, HTTPGet: hook.HTTPGet, Sleep: hook.Sleep}
 	t.PreStop = handlerKind(h)
 	t.PreStopStart = time.Now()
 	done := make(chan error, 1)

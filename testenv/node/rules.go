@@ -22,19 +22,16 @@ const DefaultGracePeriod = 30
 const MinStopWindow = 2
 
 // GracePeriod is the grace the kubelet's pod worker uses
-// (calculateEffectiveGracePeriod): deletionGracePeriodSeconds when the API
-// server set one above zero, else spec.terminationGracePeriodSeconds, else
-// 30; never under 1.
+// (calculateEffectiveGracePeriod in v1.37): deletionGracePeriodSeconds when
+// the API server set one (even 0: a force delete), else
+// spec.terminationGracePeriodSeconds, else 30; never under 1.
 func GracePeriod(pod *corev1.Pod) int64 {
-	var g int64
-	if d := pod.DeletionGracePeriodSeconds; d != nil {
-		g = *d
-	}
-	if g == 0 {
-		g = DefaultGracePeriod
-		if t := pod.Spec.TerminationGracePeriodSeconds; t != nil {
-			g = *t
-		}
+	g := int64(DefaultGracePeriod)
+	switch {
+	case pod.DeletionGracePeriodSeconds != nil:
+		g = *pod.DeletionGracePeriodSeconds
+	case pod.Spec.TerminationGracePeriodSeconds != nil:
+		g = *pod.Spec.TerminationGracePeriodSeconds
 	}
 	return max(g, 1)
 }

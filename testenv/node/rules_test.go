@@ -21,7 +21,7 @@ func TestGracePeriod(t *testing.T) {
 		{"default", nil, nil, 30},
 		{"spec", nil, i64(45), 45},
 		{"deletion overrides spec", i64(5), i64(45), 5},
-		{"force delete falls back to spec", i64(0), i64(45), 45},
+		{"force delete: 1 s", i64(0), i64(45), 1},
 		{"spec zero becomes 1", nil, i64(0), 1},
 	} {
 		pod := &corev1.Pod{}

@@ -54,6 +54,12 @@ type sandbox struct {
 	IP       string
 	slice    string // absolute pod slice path
 	sliceRel string
+	// sandboxScope is the pause container's scope a real node has next to
+	// the containers' (cri-containerd-<sandbox id>.scope). It stays empty
+	// here: the bind mount holds the namespace, not a pause process. Its ID
+	// is in no containerStatus, so attribution must skip it, as on a node.
+	sandboxID    string
+	sandboxScope string
 }
 
 // createSandbox makes the pod's namespace (eth0 on the node bridge, default
@@ -74,7 +80,7 @@ func (a *Agent) createSandbox(pod *corev1.Pod) (*sandbox, error) {
 }
 
 func (a *Agent) wireSandbox(pod *corev1.Pod, sb *sandbox) error {
-	ns, err := netlab.New(fmt.Sprintf("%s-%s", a.cfg.Name, pod.Name))
+	ns, err := netlab.New(podNSName(a.cfg.Name, pod.Name))
 	if err != nil {
 		return fmt.Errorf("pod %s/%s netns: %w", pod.Namespace, pod.Name, err)
 	}
@@ -89,7 +95,9 @@ func (a *Agent) wireSandbox(pod *corev1.Pod, sb *sandbox) error {
 	if err := ns.Route("default", netlab.PodGateway(a.cfg.Index)); err != nil {
 		return err
 	}
-	f, err := makeCgroup(sb.slice)
+	sb.sandboxID = newContainerID()
+	sb.sandboxScope = filepath.Join(sb.slice, "cri-containerd-"+sb.sandboxID+".scope")
+	f, err := makeCgroup(sb.sandboxScope)
 	if err != nil {
 		return err
 	}
@@ -103,8 +111,11 @@ func (a *Agent) removeSandbox(sb *sandbox) error {
 	if sb.ns != nil {
 		first = sb.ns.Close()
 	}
-	if sb.slice != "" {
-		if err := removeCgroup(sb.slice); err != nil && first == nil {
+	for _, cg := range []string{sb.sandboxScope, sb.slice} {
+		if cg == "" {
+			continue
+		}
+		if err := removeCgroup(cg); err != nil && first == nil {
 			first = err
 		}
 	}

@@ -1,0 +1,122 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drainwatch/drainwatch/testenv/node"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// TestStopLeavesNothingBehind: stopping the agent with pods running (one of
+// them ignores SIGTERM, grace 30 s) kills them at once and removes every
+// process, namespace and cgroup it made.
+func TestStopLeavesNothingBehind(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l := newLab(t, ctx, "t-stop")
+	var infos []node.PodInfo
+	for _, mode := range []string{"naive", "ignore-term"} {
+		pod, h := l.create(t, ctx, l.serverPod(mode, mode, 30, nil))
+		h.until(t, ctx, "Ready", podReady)
+		info, _ := l.agent.Pod(pod.UID)
+		infos = append(infos, info)
+	}
+	nodeNS := l.agent.NodeNS().Path()
+	start := time.Now()
+	l.agent.Stop()
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("Stop took %s: it waited for a grace period", took)
+	}
+	paths := []string{nodeNS}
+	for _, info := range infos {
+		paths = append(paths, info.Netns, info.PodCgroup, filepath.Join(info.PodCgroup, "cri-containerd-"+info.SandboxID+".scope"))
+		for _, c := range info.Containers {
+			paths = append(paths, c.Cgroup)
+			if err := syscall.Kill(c.InitPID, 0); err != syscall.ESRCH {
+				t.Errorf("container %s init %d still exists: %v", c.Name, c.InitPID, err)
+			}
+		}
+	}
+	mustNotExist(t, paths...)
+}
+
+// TestContainersStopInParallel: a protocol container (1.5 s drain, exit 0)
+// and an ignore-term one (SIGKILL after 3 s, 137) get their stop signals
+// together; the pod ends Failed.
+func TestContainersStopInParallel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l := newLab(t, ctx, "t-parallel")
+	pod := l.serverPod("two", "protocol", 3, nil)
+	second := pod.Spec.Containers[0]
+	second.Name, second.Args = "stubborn", []string{"--mode=ignore-term", "--port=8081"}
+	second.Ports = []corev1.ContainerPort{{Name: "http2", ContainerPort: 8081}}
+	second.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8081)}}}
+	pod.Spec.Containers = append(pod.Spec.Containers, second)
+	created, h := l.create(t, ctx, pod)
+	h.until(t, ctx, "Ready", podReady)
+	if err := l.client.CoreV1().Pods(l.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	last := h.lastBeforeDelete(t, ctx)
+	byName := map[string]node.Termination{}
+	for _, tm := range l.agent.Terminations(created.UID) {
+		byName[tm.Container] = tm
+	}
+	srv, stub := byName["srv"], byName["stubborn"]
+	got := fmt.Sprintf("srv exit=%d sigkill=%t | stubborn exit=%d sigkill=%t | phase=%s",
+		srv.ExitCode, !srv.SIGKILLAt.IsZero(), stub.ExitCode, !stub.SIGKILLAt.IsZero(), last.Status.Phase)
+	if want := "srv exit=0 sigkill=false | stubborn exit=137 sigkill=true | phase=Failed"; got != want {
+		t.Fatalf("\n got %s\nwant %s", got, want)
+	}
+	if d := srv.StopSignalAt.Sub(stub.StopSignalAt).Abs(); d > 500*time.Millisecond {
+		t.Fatalf("stop signals %s apart: containers were stopped one after the other", d)
+	}
+}
+
+// TestDeletionGracePeriodOverridesSpec: `kubectl delete --grace-period=2`
+// of a pod whose spec says 30 s: SIGKILL after 2 s.
+func TestDeletionGracePeriodOverridesSpec(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l := newLab(t, ctx, "t-override")
+	created, h := l.create(t, ctx, l.serverPod("web", "ignore-term", 30, nil))
+	h.until(t, ctx, "Ready", podReady)
+	two := int64(2)
+	if err := l.client.CoreV1().Pods(l.ns).Delete(ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: &two}); err != nil {
+		t.Fatal(err)
+	}
+	h.lastBeforeDelete(t, ctx)
+	tm := l.agent.Terminations(created.UID)[0]
+	got := fmt.Sprintf("grace=%d stop_timeout=%d exit=%d", tm.Grace, tm.StopTimeout, tm.ExitCode)
+	if want := "grace=2 stop_timeout=2 exit=137"; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}
+
+// TestSweepRemovesWhatADeadAgentLeft: namespaces named for a node are
+// swept, nothing else.
+func TestSweepRemovesWhatADeadAgentLeft(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l := newLab(t, ctx, "t-sweep")
+	nodeNS := l.agent.NodeNS().Path()
+	removed, err := node.Sweep("t-sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || "/run/netns/"+removed[0] != nodeNS {
+		t.Fatalf("swept %v, want only %s", removed, nodeNS)
+	}
+	if _, err := os.Stat(l.fabric.Path()); err != nil {
+		t.Fatalf("the fabric was swept too: %v", err)
+	}
+}

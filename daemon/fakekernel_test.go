@@ -31,16 +31,22 @@ func newFakeKernel(resumed bool) *fakeKernel {
 }
 
 func (k *fakeKernel) open(collector.KernelOptions) (daemon.Kernel, error) { return k, nil }
-func (k *fakeKernel) Events() <-chan collector.Event                     { return k.events }
-func (k *fakeKernel) Resumed() bool                                      { return k.resumed }
-func (k *fakeKernel) Probes() []collector.ProbeStatus                    { return nil }
-func (k *fakeKernel) Stats() (collector.KernelStats, error)              { return collector.KernelStats{}, nil }
-func (k *fakeKernel) Close() error                                       { k.once.Do(func() { close(k.events) }); return nil }
+func (k *fakeKernel) Events() <-chan collector.Event                      { return k.events }
+func (k *fakeKernel) Resumed() bool                                       { return k.resumed }
+func (k *fakeKernel) Probes() []collector.ProbeStatus                     { return nil }
+func (k *fakeKernel) Stats() (collector.KernelStats, error)               { return collector.KernelStats{}, nil }
+func (k *fakeKernel) Close() error                                        { k.once.Do(func() { close(k.events) }); return nil }
 
-func (k *fakeKernel) WatchNetns(ino uint32) error   { k.set(func() { k.netns[ino] = true }); return nil }
-func (k *fakeKernel) UnwatchNetns(ino uint32) error { k.set(func() { delete(k.netns, ino) }); return nil }
-func (k *fakeKernel) WatchCgroup(id uint64) error   { k.set(func() { k.cgroups[id] = true }); return nil }
-func (k *fakeKernel) UnwatchCgroup(id uint64) error { k.set(func() { delete(k.cgroups, id) }); return nil }
+func (k *fakeKernel) WatchNetns(ino uint32) error { k.set(func() { k.netns[ino] = true }); return nil }
+func (k *fakeKernel) UnwatchNetns(ino uint32) error {
+	k.set(func() { delete(k.netns, ino) })
+	return nil
+}
+func (k *fakeKernel) WatchCgroup(id uint64) error { k.set(func() { k.cgroups[id] = true }); return nil }
+func (k *fakeKernel) UnwatchCgroup(id uint64) error {
+	k.set(func() { delete(k.cgroups, id) })
+	return nil
+}
 
 func (k *fakeKernel) set(f func()) { k.mu.Lock(); f(); k.mu.Unlock() }
 

@@ -1,0 +1,139 @@
+package exporter
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/drainwatch/drainwatch/correlate"
+)
+
+// EventComponent is the source component of drainwatch's Events.
+const EventComponent = "drainwatch"
+
+// Event reasons, one per diagnosis code (DrainProblem for a code this
+// version does not know). A clean termination gets no Event.
+var eventReasons = map[string]string{
+	correlate.DiagListenerClosedEarly: "DrainRefusedConnections",
+	correlate.DiagNoDrainDelay:        "DrainNoDelay",
+	correlate.DiagStopSignalIgnored:   "DrainStopSignalIgnored",
+	correlate.DiagGraceExceeded:       "DrainGracePeriodExceeded",
+	correlate.DiagRequestsKilled:      "DrainKilledRequests",
+	correlate.DiagPrestopFailed:       "DrainPrestopFailed",
+	correlate.DiagBudgetTooSmall:      "DrainBudgetTooSmall",
+}
+
+// EventReason returns the Event reason of a diagnosis code ("" for clean).
+func EventReason(code string) string {
+	if code == correlate.DiagClean {
+		return ""
+	}
+	if r, ok := eventReasons[code]; ok {
+		return r
+	}
+	return "DrainProblem"
+}
+
+// EventOptions configure an EventReporter.
+type EventOptions struct {
+	// Node is the source host of the Events.
+	Node string
+	// Correlator rate-limits and aggregates Events; zero values take
+	// client-go's defaults (a burst of 25 per object, then one per 5 min).
+	Correlator record.CorrelatorOptions
+}
+
+// EventReporter posts a Warning Event on the pod and on its workload for each
+// non-clean diagnosis of a completed termination, so `kubectl describe` and
+// `kubectl get events` show what was lost and the fix. Events go through
+// client-go's broadcaster: its correlator aggregates repeats and its spam
+// filter rate-limits them per object.
+type EventReporter struct {
+	client      kubernetes.Interface
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+	log         zerolog.Logger
+
+	mu       sync.Mutex
+	reported map[string]bool // pod UIDs, so a replayed termination is reported once
+	uids     map[workloadKey]types.UID
+}
+
+// NewEventReporter starts the broadcaster; call Shutdown to flush and stop.
+func NewEventReporter(client kubernetes.Interface, log zerolog.Logger, opts EventOptions) *EventReporter {
+	b := record.NewBroadcaster(record.WithCorrelatorOptions(opts.Correlator))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	return &EventReporter{
+		client: client, broadcaster: b, log: log,
+		recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent, Host: opts.Node}),
+		reported: map[string]bool{}, uids: map[workloadKey]types.UID{},
+	}
+}
+
+// Shutdown stops the broadcaster (Events not yet sent are dropped).
+func (r *EventReporter) Shutdown() { r.broadcaster.Shutdown() }
+
+// Report records the Events of a completed termination and returns how
+// many it recorded (0 for clean, incomplete or already reported ones).
+func (r *EventReporter) Report(ctx context.Context, t correlate.Termination) int {
+	if !t.Complete || !r.firstReport(t.PodUID) {
+		return 0
+	}
+	pod := podRef(t)
+	workload, err := r.workloadRef(ctx, t)
+	if err != nil {
+		r.log.Debug().Err(err).Str("pod", t.Pod).Msg("no workload Event: the workload is unknown")
+	}
+	n := 0
+	for _, d := range t.Diagnoses {
+		reason := EventReason(d.Code)
+		if reason == "" {
+			continue
+		}
+		r.recorder.Event(pod, corev1.EventTypeWarning, reason, eventMessage(d, ""))
+		n++
+		if workload != nil {
+			r.recorder.Event(workload, corev1.EventTypeWarning, reason,
+				eventMessage(d, fmt.Sprintf("pod %s (revision %s): ", t.Pod, t.Workload.Revision)))
+			n++
+		}
+	}
+	return n
+}
+
+func (r *EventReporter) firstReport(uid string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reported[uid] {
+		return false
+	}
+	r.reported[uid] = true
+	return true
+}
+
+// maxEventMessage is the API server's limit on an Event's message.
+const maxEventMessage = 1024
+
+func eventMessage(d correlate.Diagnosis, prefix string) string {
+	msg := prefix + d.Message
+	if d.Fix != "" {
+		msg += ". Fix: " + d.Fix
+	}
+	if len(msg) > maxEventMessage {
+		msg = msg[:maxEventMessage-3] + "..."
+	}
+	return msg
+}
+
+func podRef(t correlate.Termination) *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: t.Workload.Namespace,
+		Name: t.Pod, UID: types.UID(t.PodUID)}
+}

@@ -1,0 +1,88 @@
+package exporter
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// waitEvents polls until namespace ns holds want Events (the broadcaster
+// sends asynchronously) and returns them sorted by object kind and reason.
+func waitEvents(t *testing.T, c kubernetes.Interface, ns string, want int) []corev1.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		list, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+		if err == nil && len(list.Items) >= want {
+			evs := list.Items
+			sort.Slice(evs, func(i, j int) bool {
+				a, b := evs[i], evs[j]
+				return a.InvolvedObject.Kind+a.InvolvedObject.Name+a.Reason < b.InvolvedObject.Kind+b.InvolvedObject.Name+b.Reason
+			})
+			return evs
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d events in %s: %v (have %v)", want, ns, ctx.Err(), list)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func TestEventsForLostTraffic(t *testing.T) {
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "dep-uid"}}
+	client := fake.NewClientset(dep)
+	r := NewEventReporter(client, zerolog.Nop(), EventOptions{Node: "node-1"})
+	defer r.Shutdown()
+	ctx := context.Background()
+	got := []int{
+		r.Report(ctx, naiveTermination()),
+		r.Report(ctx, killedTermination()),
+		r.Report(ctx, naiveTermination()), // replay: reported once
+		r.Report(ctx, barePod()),          // clean: no Event
+	}
+	if want := []int{2, 2, 0, 0}; !slices.Equal(got, want) {
+		t.Fatalf("Report returned %v, want %v", got, want)
+	}
+	evs := waitEvents(t, client, "shop", 4)
+	want := []struct{ kind, name, uid, reason, msg string }{
+		{"Deployment", "web", "dep-uid", "DrainKilledRequests", "pod web-6d4f-b (revision 3): 1 request in flight killed by SIGKILL after the 30 s grace period. Fix: raise terminationGracePeriodSeconds above preStop + drain + margin (≥ 35 s)"},
+		{"Deployment", "web", "dep-uid", "DrainNoDelay", "pod web-6d4f-a (revision 3): 44 connections refused after SIGTERM: the listener closed 0.125 s after the stop signal, routing took 1.000 s. Fix: set preStop sleep ≥ 2 s: routing took 1.0 s"},
+		{"Pod", "web-6d4f-a", "uid-a", "DrainNoDelay", "44 connections refused after SIGTERM: the listener closed 0.125 s after the stop signal, routing took 1.000 s. Fix: set preStop sleep ≥ 2 s: routing took 1.0 s"},
+		{"Pod", "web-6d4f-b", "uid-b", "DrainKilledRequests", "1 request in flight killed by SIGKILL after the 30 s grace period. Fix: raise terminationGracePeriodSeconds above preStop + drain + margin (≥ 35 s)"},
+	}
+	if len(evs) != len(want) {
+		t.Fatalf("%d events, want %d: %+v", len(evs), len(want), evs)
+	}
+	for i, w := range want {
+		e := evs[i]
+		o := e.InvolvedObject
+		if o.Kind != w.kind || o.Name != w.name || string(o.UID) != w.uid || e.Reason != w.reason || e.Message != w.msg ||
+			e.Type != corev1.EventTypeWarning || e.Source.Component != "drainwatch" || e.Source.Host != "node-1" || e.Count != 1 {
+			t.Errorf("event %d = %s %s/%s uid %s %s %q (type %s, source %+v, count %d)\nwant %+v",
+				i, o.Kind, o.Namespace, o.Name, o.UID, e.Reason, e.Message, e.Type, e.Source, e.Count, w)
+		}
+	}
+}
+
+func TestEventReasons(t *testing.T) {
+	for code, want := range map[string]string{
+		"listener_closed_before_routing_converged": "DrainRefusedConnections",
+		"requests_killed": "DrainKilledRequests", "prestop_hook_failed": "DrainPrestopFailed",
+		"clean": "", "something_new": "DrainProblem",
+	} {
+		if got := EventReason(code); got != want {
+			t.Errorf("EventReason(%s) = %q, want %q", code, got, want)
+		}
+	}
+}

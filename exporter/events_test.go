@@ -78,7 +78,7 @@ func TestEventsForLostTraffic(t *testing.T) {
 func TestEventReasons(t *testing.T) {
 	for code, want := range map[string]string{
 		"listener_closed_before_routing_converged": "DrainRefusedConnections",
-		"requests_killed": "DrainKilledRequests", "prestop_hook_failed": "DrainPrestopFailed",
+		"requests_killed":                          "DrainKilledRequests", "prestop_hook_failed": "DrainPrestopFailed",
 		"clean": "", "something_new": "DrainProblem",
 	} {
 		if got := EventReason(code); got != want {

@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -69,4 +70,26 @@ func BenchmarkKernel(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkSnapshot measures Snapshot on a node of 110 pods, one of them
+// terminating with a full timeline; it runs every few seconds, off the
+// per-event path.
+func BenchmarkSnapshot(b *testing.B) {
+	c := benchNode(b)
+	for i := range 4096 {
+		c.Kernel(sock(collector.EventAccept, netA+uint32(i%110), ipA, uint64(i), ms(10+i)))
+	}
+	s, err := c.Snapshot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	size, _ := json.Marshal(s)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Snapshot(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(size)), "json-bytes")
 }

@@ -35,7 +35,8 @@ type Watermark struct {
 type doneTermination struct {
 	T  Termination `json:"t"`
 	At time.Time   `json:"at"` // when it became complete
-	// Hidden marks a pod that never ran: kept to ignore replays, not listed.
+	// Hidden marks a pod that never ran, or a record restored as a bare
+	// tombstone: kept to ignore replays, not listed.
 	Hidden bool `json:"hidden,omitempty"`
 }
 

@@ -11,9 +11,13 @@ import (
 // State is the correlator's whole state, JSON-serialisable, for restart
 // safety: the daemon persists it and restores it after a restart.
 type State struct {
-	Pods         map[string]*podState           `json:"pods"`
-	Index        index                          `json:"index"`
-	Done         map[string]doneTermination     `json:"done"`
+	Pods  map[string]*podState `json:"pods"`
+	Index index                `json:"index"`
+	// Completed holds the pods whose termination is complete, with when:
+	// enough to ignore their replayed events. The records themselves are
+	// the daemon's to persist (Tick returns each once), so after Restore
+	// Get and Terminations no longer list them.
+	Completed    map[string]time.Time           `json:"completed,omitempty"`
 	Gaps         []kernelGap                    `json:"gaps,omitempty"`
 	Unattributed map[collector.EventType]uint64 `json:"unattributed,omitempty"`
 	// KernelWatermark is the latest kernel event time counted (and how many
@@ -29,8 +33,11 @@ type State struct {
 // only when a time cannot be represented in JSON (a year outside 0-9999).
 func (c *Correlator) Snapshot() (State, error) {
 	s := State{
-		Pods: c.pods, Index: c.idx, Done: c.done, Gaps: c.gaps,
+		Pods: c.pods, Index: c.idx, Gaps: c.gaps, Completed: make(map[string]time.Time, len(c.done)),
 		Unattributed: c.Unattributed(), KernelWatermark: c.kernelSeen,
+	}
+	for uid, d := range c.done {
+		s.Completed[uid] = d.At
 	}
 	return clone(s)
 }
@@ -44,12 +51,13 @@ func (c *Correlator) Restore(s State) error {
 	if err != nil {
 		return err
 	}
-	c.pods, c.idx, c.done, c.gaps = s.Pods, s.Index, s.Done, s.Gaps
+	c.pods, c.idx, c.gaps = s.Pods, s.Index, s.Gaps
 	if c.pods == nil {
 		c.pods = make(map[string]*podState)
 	}
-	if c.done == nil {
-		c.done = make(map[string]doneTermination)
+	c.done = make(map[string]doneTermination, len(s.Completed))
+	for uid, at := range s.Completed {
+		c.done[uid] = doneTermination{T: Termination{PodUID: uid, Complete: true}, At: at, Hidden: true}
 	}
 	if c.idx.Netns == nil || c.idx.Cgroups == nil || c.idx.IPs == nil {
 		c.idx = newIndex()

@@ -2,6 +2,7 @@ package exporter
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sort"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 )
 
 // waitEvents polls until namespace ns holds want Events (the broadcaster
@@ -85,4 +87,44 @@ func TestEventReasons(t *testing.T) {
 			t.Errorf("EventReason(%s) = %q, want %q", code, got, want)
 		}
 	}
+}
+
+// TestEventsRateLimitedPerObject: with a burst of 3, five terminations of
+// one Deployment give five pod Events but only three on the Deployment.
+func TestEventsRateLimitedPerObject(t *testing.T) {
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "dep-uid"}}
+	client := fake.NewClientset(dep)
+	r := NewEventReporter(client, zerolog.Nop(), EventOptions{Node: "node-1",
+		Correlator: record.CorrelatorOptions{BurstSize: 3, QPS: 1.0 / 3600}})
+	defer r.Shutdown()
+	for i := range 5 {
+		term := naiveTermination()
+		term.PodUID, term.Pod = fmt.Sprintf("uid-%d", i), fmt.Sprintf("web-6d4f-%d", i)
+		if n := r.Report(context.Background(), term); n != 2 {
+			t.Fatalf("Report #%d recorded %d events, want 2", i, n)
+		}
+	}
+	// The broadcaster handles events in order: once a sentinel recorded
+	// last is stored, every earlier Event was stored or dropped.
+	r.recorder.Event(&corev1.ObjectReference{Kind: "ConfigMap", Namespace: "shop", Name: "sentinel"}, corev1.EventTypeNormal, "Sentinel", "last")
+	evs := waitEvents(t, client, "shop", 1)
+	for !hasReason(evs, "Sentinel") {
+		evs = waitEvents(t, client, "shop", len(evs)+1)
+	}
+	kinds := map[string]int{}
+	for _, e := range evs {
+		kinds[e.InvolvedObject.Kind]++
+	}
+	if len(evs) != 9 || kinds["Pod"] != 5 || kinds["Deployment"] != 3 {
+		t.Fatalf("events by kind %v (total %d), want Pod 5, Deployment 3", kinds, len(evs))
+	}
+}
+
+func hasReason(evs []corev1.Event, reason string) bool {
+	for _, e := range evs {
+		if e.Reason == reason {
+			return true
+		}
+	}
+	return false
 }

@@ -121,9 +121,12 @@ func (c *Correlator) Endpoint(e collector.EndpointUpdate) {
 	}
 	if e.Present && e.Ready {
 		p.NotReadySince = time.Time{}
+		p.EverPresent = true
 		return
 	}
-	if p.NotReadySince.IsZero() {
+	// A pod never behind a Service has no endpoint to lose.
+	p.EverPresent = p.EverPresent || e.Present
+	if p.EverPresent && p.NotReadySince.IsZero() {
 		p.NotReadySince = e.Seen
 	}
 	if p.Term != nil {

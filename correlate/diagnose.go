@@ -77,7 +77,10 @@ func listenerClosedEarly(t Termination, cfg Config) *Diagnosis {
 func noDrainDelay(t Termination, cfg Config) *Diagnosis {
 	m := t.Marks
 	start := deletionRef(t)
-	if m.ListenerClosed.IsZero() || start.IsZero() || m.ListenerClosed.Sub(start) >= cfg.MinDrainDelay {
+	// Only a pod that routing sends traffic to needs the delay: one behind
+	// a Service, or one that refused connections.
+	routed := !m.EndpointsNotReady.IsZero() || t.Counts.RefusedAfterSigterm+t.Counts.RefusedBeforeSigterm > 0
+	if !routed || m.ListenerClosed.IsZero() || start.IsZero() || m.ListenerClosed.Sub(start) >= cfg.MinDrainDelay {
 		return nil
 	}
 	took, ok := routingTook(t)

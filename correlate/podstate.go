@@ -31,8 +31,9 @@ type podState struct {
 	Accepts timeRing  `json:"accepts"`
 	Early   eventRing `json:"early"`
 	// NotReadySince is when the endpoint last became not ready (zero while
-	// it is ready).
+	// it is ready); EverPresent whether the pod was ever in a slice.
 	NotReadySince time.Time `json:"not_ready_since,omitzero"`
+	EverPresent   bool      `json:"ever_present,omitempty"`
 	// Kubelet events that arrived before the termination began.
 	Killing        time.Time `json:"killing,omitzero"`
 	PrestopFailed  time.Time `json:"prestop_failed,omitzero"`

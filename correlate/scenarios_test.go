@@ -133,6 +133,7 @@ func forking() []any {
 		deleting(podA, ipA, grace, ms(-20), ms(-10)),
 		killing(podA, ms(-5)),
 		signal(cgA, initPID, 15, true, "master", ms(0)),
+		notReady(podA, ms(1)),
 		signal(cgA, w1, 15, false, "worker", ms(1)),
 		signal(cgA, w2, 15, false, "worker", ms(1)),
 		closeListener(netA, ms(10)),
@@ -210,6 +211,22 @@ func prestopHookFails() []any {
 	}
 }
 
+// worker: a pod behind no Service (its endpoint never present) closes its
+// metrics listener at once: nothing is routed to it, no delay is needed.
+func worker() []any {
+	grace := 30 * time.Second
+	return []any{
+		born(podA, ipA, netA, cgA, grace, ms(-60000)),
+		openListener(netA, ms(-59000)),
+		collector.EndpointUpdate{Seen: ms(-30000), PodUID: podA},
+		deleting(podA, ipA, grace, ms(-20), ms(-10)),
+		signal(cgA, initPID, 15, true, "worker", ms(0)),
+		closeListener(netA, ms(5)),
+		exited(cgA, initPID, 0, 0, true, ms(100)),
+		gone(podA, ms(200)),
+	}
+}
+
 func TestScenarios(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -273,6 +290,8 @@ func TestScenarios(t *testing.T) {
 			fix: "set terminationGracePeriodSeconds ≥ 5", stopSignal: ms(0)},
 		{name: "preStop hook failed", events: prestopHookFails(), tick: ms(6900),
 			codes: []string{DiagPrestopFailed}, outcome: OutcomeClean, stopSignal: ms(0)},
+		{name: "worker behind no Service", events: worker(), tick: ms(5200),
+			codes: []string{DiagClean}, outcome: OutcomeClean, stopSignal: ms(0)},
 		{name: "kernel gap during the drain", events: append(protocol(true), gap{"events_lost", ms(500), ms(600)}), tick: ms(7600),
 			counts:  Counts{AcceptedAfterEndpointsNotReady: 36},
 			outcome: OutcomePartial, partial: []string{"events_lost"}, stopSignal: ms(0)},

@@ -211,6 +211,25 @@ func prestopHookFails() []any {
 	}
 }
 
+// naiveWithPrestop: the naive server behind a preStop sleep of 2 s and a
+// router that follows the EndpointSlice after 1 s: traffic stops at the
+// router 1 s after the deletion, SIGTERM comes 2 s after it.
+func naiveWithPrestop() []any {
+	grace := 30 * time.Second
+	return []any{
+		born(podA, ipA, netA, cgA, grace, ms(-60000)),
+		openListener(netA, ms(-59000)),
+		deleting(podA, ipA, grace, ms(-2020), ms(-2010)),
+		killing(podA, ms(-2000)),
+		notReady(podA, ms(-1990)),
+		accepts(netA, 50, -2000, 20), // until the router converges at −1 s
+		signal(cgA, initPID, 15, true, "uvicorn", ms(0)),
+		closeListener(netA, ms(5)),
+		exited(cgA, initPID, 0, 0, true, ms(2400)),
+		gone(podA, ms(2600)),
+	}
+}
+
 // worker: a pod behind no Service (its endpoint never present) closes its
 // metrics listener at once: nothing is routed to it, no delay is needed.
 func worker() []any {
@@ -290,6 +309,9 @@ func TestScenarios(t *testing.T) {
 			fix: "set terminationGracePeriodSeconds ≥ 5", stopSignal: ms(0)},
 		{name: "preStop hook failed", events: prestopHookFails(), tick: ms(6900),
 			codes: []string{DiagPrestopFailed}, outcome: OutcomeClean, stopSignal: ms(0)},
+		{name: "naive behind a 2 s preStop sleep", events: naiveWithPrestop(), tick: ms(7600),
+			counts: Counts{AcceptedAfterEndpointsNotReady: 49},
+			codes:  []string{DiagClean}, outcome: OutcomeClean, stopSignal: ms(0)},
 		{name: "worker behind no Service", events: worker(), tick: ms(5200),
 			codes: []string{DiagClean}, outcome: OutcomeClean, stopSignal: ms(0)},
 		{name: "kernel gap during the drain", events: append(protocol(true), gap{"events_lost", ms(500), ms(600)}), tick: ms(7600),

@@ -18,10 +18,11 @@ import (
 
 // deleted is what a test sees of one pod deletion.
 type deleted struct {
-	info node.PodInfo
-	term node.Termination
-	last *corev1.Pod // last version before the DELETED event
-	log  []logLine   // the container's stderr
+	info      node.PodInfo
+	initPIDNS string // readlink of the init's /proc/<pid>/ns/pid while it ran
+	term      node.Termination
+	last      *corev1.Pod // last version before the DELETED event
+	log       []logLine   // the container's stderr
 }
 
 type logLine struct {
@@ -37,10 +38,11 @@ func (l *lab) runAndDelete(t *testing.T, ctx context.Context, pod *corev1.Pod) d
 	created, h := l.create(t, ctx, pod)
 	h.until(t, ctx, "Ready", podReady)
 	info, _ := l.agent.Pod(created.UID)
+	pidns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", info.Containers[0].InitPID))
 	if err := l.client.CoreV1().Pods(l.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	d := deleted{info: info, last: h.lastBeforeDelete(t, ctx)}
+	d := deleted{info: info, initPIDNS: pidns, last: h.lastBeforeDelete(t, ctx)}
 	terms := l.agent.Terminations(created.UID)
 	if len(terms) != 1 {
 		t.Fatalf("%d terminations recorded, want 1", len(terms))

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,7 +33,7 @@ func startProcess(log zerolog.Logger, dir, name, bin string, args []string) (*pr
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := startFromKeeper(cmd); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -71,4 +73,33 @@ func (p *process) stop(grace time.Duration) error {
 	_ = p.cmd.Process.Kill()
 	<-p.done
 	return nil
+}
+
+// Pdeathsig fires when the thread that forked the child exits, not the
+// process (golang/go#27505). Go ends a thread when a goroutine exits while
+// locked to it, which namespace helpers do on purpose after a failed setns.
+// Children are therefore forked from one keeper thread that never exits.
+var keeper struct {
+	once sync.Once
+	reqs chan keeperReq
+}
+
+type keeperReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+func startFromKeeper(cmd *exec.Cmd) error {
+	keeper.once.Do(func() {
+		keeper.reqs = make(chan keeperReq)
+		go func() {
+			runtime.LockOSThread() // never unlocked: this thread lives as long as the process
+			for r := range keeper.reqs {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	keeper.reqs <- keeperReq{cmd: cmd, done: done}
+	return <-done
 }

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/drainwatch/drainwatch/testenv/client"
+	"github.com/drainwatch/drainwatch/testenv/node"
 )
 
 // PodAddr is "podIP:port".
@@ -34,4 +37,31 @@ func (c *Cluster) Seeds(ctx context.Context, pod *corev1.Pod, port int, target s
 	s := client.Seeds{Dial: c.Dial, Target: target, Pod: PodAddr(pod, port),
 		Stop: func(ctx context.Context) error { return c.DeletePod(ctx, pod.Namespace, pod.Name) }}
 	return s.Run(ctx)
+}
+
+// Terminations returns what the node agents did to stop the pod's
+// containers (Killing, preStop, stop signal, SIGKILL, exit, with times).
+func (c *Cluster) Terminations(uid types.UID) []node.Termination {
+	var out []node.Termination
+	for _, a := range c.Nodes {
+		out = append(out, a.Terminations(uid)...)
+	}
+	return out
+}
+
+// WaitTerminated waits until a container of the pod has exited and returns
+// its termination record.
+func (c *Cluster) WaitTerminated(ctx context.Context, uid types.UID) (node.Termination, error) {
+	for {
+		for _, t := range c.Terminations(uid) {
+			if !t.ExitAt.IsZero() {
+				return t, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return node.Termination{}, fmt.Errorf("pod %s not terminated: %w", uid, ctx.Err())
+		case <-time.After(pollEvery):
+		}
+	}
 }

@@ -149,8 +149,9 @@ func (c *Correlator) endpointsNotReady(p *podState) {
 	}
 	mark := later(p.NotReadySince, floor)
 	t.T.Marks.EndpointsNotReady = mark
-	n, complete := p.Accepts.countSince(mark, time.Time{})
+	n, complete := t.Accepts.countSince(mark)
 	t.T.Counts.AcceptedAfterEndpointsNotReady = n
+	t.Accepts = nil // from now on accepts are counted as they come
 	if !complete {
 		addPartial(&t.T, PartialAcceptHistory)
 	}
@@ -158,7 +159,7 @@ func (c *Correlator) endpointsNotReady(p *podState) {
 
 // begin opens the termination of p at start.
 func (c *Correlator) begin(p *podState, start time.Time) {
-	t := &termState{Start: start, Ran: anyRunning(p.Pod) || p.KernelSeen}
+	t := &termState{Start: start, Ran: anyRunning(p.Pod) || p.KernelSeen, Accepts: newAcceptLog(&p.Accepts)}
 	identify(&t.T, p.Pod)
 	t.T.Marks.LastAccept = p.LastAccept
 	p.Term = t

@@ -122,7 +122,10 @@ func (c *Correlator) accept(p *podState, e *collector.Event) {
 	m := &t.T.Marks
 	m.LastAccept = e.Time
 	c.attempt(t, e.Time, false)
-	if !m.EndpointsNotReady.IsZero() && !e.Time.Before(m.EndpointsNotReady) {
+	switch {
+	case m.EndpointsNotReady.IsZero():
+		t.Accepts.add(e.Time)
+	case !e.Time.Before(m.EndpointsNotReady):
 		t.T.Counts.AcceptedAfterEndpointsNotReady++
 	}
 	if !m.StopSignal.IsZero() && !e.Time.Before(m.StopSignal) {

@@ -1,6 +1,8 @@
 package correlate
 
 import (
+	"math"
+	"slices"
 	"time"
 
 	"github.com/drainwatch/drainwatch/collector"
@@ -58,6 +60,8 @@ type termState struct {
 	// had been seen.
 	Unclassified   int    `json:"unclassified,omitempty"`
 	PrestopMessage string `json:"prestop_message,omitempty"`
+	// Accepts logs accept times while endpoints_not_ready is unknown.
+	Accepts *acceptLog `json:"accepts,omitempty"`
 	// AcceptedAfterStop holds cookies accepted after the stop signal, so an
 	// in-flight close of any other connection proves it was open at the
 	// stop signal. Capped at maxTrackedCookies.
@@ -125,19 +129,50 @@ func (r *timeRing) push(t time.Time) {
 	r.Next = (r.Next + 1) % ringSize
 }
 
-// countSince counts kept times at or after from (and before until, if
-// until is not zero). complete is false when the ring overflowed past from,
-// so older entries may be missing.
-func (r *timeRing) countSince(from, until time.Time) (n int, complete bool) {
-	f, u := from.UnixNano(), until.UnixNano()
-	oldest := int64(1<<63 - 1)
-	for _, t := range r.T {
-		oldest = min(oldest, t)
-		if t >= f && (until.IsZero() || t < u) {
+// oldest is the earliest time since which the ring holds every push: any
+// time when it has not wrapped, else its oldest entry.
+func (r *timeRing) oldest() int64 {
+	if len(r.T) < ringSize {
+		return math.MinInt64
+	}
+	return r.T[r.Next]
+}
+
+// acceptLog holds the accept times of a termination until
+// endpoints_not_ready is known, so the accepts after it can be counted
+// however late the API event comes. It starts with the pod's accept ring
+// (accepts processed before the termination began) and is dropped once the
+// mark is set.
+type acceptLog struct {
+	T []int64 `json:"t,omitempty"`
+	// CompleteFrom is the earliest time since which T holds every accept;
+	// Overflow is set when T reached maxTrackedCookies and stopped growing.
+	CompleteFrom int64 `json:"complete_from"`
+	Overflow     bool  `json:"overflow,omitempty"`
+}
+
+func newAcceptLog(r *timeRing) *acceptLog {
+	return &acceptLog{T: slices.Clone(r.T), CompleteFrom: r.oldest()}
+}
+
+func (l *acceptLog) add(t time.Time) {
+	if len(l.T) >= maxTrackedCookies {
+		l.Overflow = true
+		return
+	}
+	l.T = append(l.T, t.UnixNano())
+}
+
+// countSince counts the accepts at or after from; complete is false when
+// some may be missing.
+func (l *acceptLog) countSince(from time.Time) (n int, complete bool) {
+	f := from.UnixNano()
+	for _, t := range l.T {
+		if t >= f {
 			n++
 		}
 	}
-	return n, len(r.T) < ringSize || oldest < f
+	return n, !l.Overflow && f >= l.CompleteFrom
 }
 
 // eventRing keeps the latest earlySize events.

@@ -81,3 +81,10 @@ func sortTerminations(ts []correlate.Termination) {
 		return cmp.Or(StartTime(a).Compare(StartTime(b)), cmp.Compare(a.Pod, b.Pod))
 	})
 }
+
+// sortViews orders views like sortTerminations.
+func sortViews(vs []TerminationView) {
+	slices.SortStableFunc(vs, func(a, b TerminationView) int {
+		return cmp.Or(StartTime(a.Termination).Compare(StartTime(b.Termination)), cmp.Compare(a.Pod, b.Pod))
+	})
+}

@@ -1,0 +1,143 @@
+package exporter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Daemon is one drainwatch daemon whose terminations can be listed: reached
+// directly by URL, or through the API server's pod proxy.
+type Daemon interface {
+	Name() string
+	Terminations(ctx context.Context, q url.Values) (TerminationList, error)
+}
+
+// Query returns the API query string of a filter (the inverse of
+// ParseFilter).
+func (f Filter) Query() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"namespace": f.Namespace, "workload": f.Workload, "pod": f.Pod} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	if !f.Since.IsZero() {
+		q.Set("since", f.Since.UTC().Format(time.RFC3339Nano))
+	}
+	return q
+}
+
+// URLDaemon is a daemon reached at base ("http://10.0.0.5:9090").
+func URLDaemon(base string, client *http.Client) Daemon {
+	return urlDaemon{base: strings.TrimRight(base, "/"), client: client}
+}
+
+type urlDaemon struct {
+	base   string
+	client *http.Client
+}
+
+func (d urlDaemon) Name() string { return d.base }
+
+func (d urlDaemon) Terminations(ctx context.Context, q url.Values) (TerminationList, error) {
+	u := d.base + "/api/v1/terminations?" + q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return TerminationList{}, fmt.Errorf("GET %s: %w", u, err)
+	}
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return TerminationList{}, fmt.Errorf("GET %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return TerminationList{}, fmt.Errorf("GET %s: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return TerminationList{}, fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return decodeList(body, u)
+}
+
+func decodeList(body []byte, from string) (TerminationList, error) {
+	var list TerminationList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return list, fmt.Errorf("decoding the terminations of %s: %w", from, err)
+	}
+	return list, nil
+}
+
+// proxyDaemon is a daemon pod reached through the API server's pod proxy
+// (GET /api/v1/namespaces/<ns>/pods/<name>:<port>/proxy/api/v1/terminations),
+// with the user's credentials: nothing needs to be exposed.
+type proxyDaemon struct {
+	client    kubernetes.Interface
+	namespace string
+	pod       string
+	port      int
+}
+
+func (d proxyDaemon) Name() string { return d.namespace + "/" + d.pod }
+
+func (d proxyDaemon) Terminations(ctx context.Context, q url.Values) (TerminationList, error) {
+	params := map[string]string{}
+	for k := range q {
+		params[k] = q.Get(k)
+	}
+	body, err := d.client.CoreV1().Pods(d.namespace).
+		ProxyGet("http", d.pod, strconv.Itoa(d.port), "api/v1/terminations", params).DoRaw(ctx)
+	if err != nil {
+		return TerminationList{}, fmt.Errorf("pod proxy to %s:%d: %w", d.Name(), d.port, err)
+	}
+	return decodeList(body, d.Name())
+}
+
+// ProxyDaemons lists the running drainwatch pods of namespace matching
+// selector ("app.kubernetes.io/name=drainwatch") as daemons reached through
+// the pod proxy on port.
+func ProxyDaemons(ctx context.Context, client kubernetes.Interface, namespace, selector string, port int) ([]Daemon, error) {
+	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("listing drainwatch pods (namespace %s, selector %s): %w", namespace, selector, err)
+	}
+	var ds []Daemon
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning {
+			ds = append(ds, proxyDaemon{client: client, namespace: namespace, pod: p.Name, port: port})
+		}
+	}
+	if len(ds) == 0 {
+		return nil, fmt.Errorf("no running drainwatch pod in namespace %s with labels %s (of %d listed)", namespace, selector, len(pods.Items))
+	}
+	return ds, nil
+}
+
+// QueryDaemons asks every daemon for the terminations matching f and merges
+// the answers by start time. Daemons that fail are returned as errors; the
+// others' terminations are still returned.
+func QueryDaemons(ctx context.Context, ds []Daemon, f Filter) ([]TerminationView, []error) {
+	var all []TerminationView
+	var errs []error
+	for _, d := range ds {
+		list, err := d.Terminations(ctx, f.Query())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("daemon %s: %w", d.Name(), err))
+			continue
+		}
+		all = append(all, list.Terminations...)
+	}
+	sortViews(all)
+	return all, errs
+}

@@ -1,0 +1,122 @@
+package exporter
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/drainwatch/drainwatch/correlate"
+)
+
+// WriteTimelines prints terminations like the seeds' experiment: a header,
+// one line per mark with its time relative to the stop signal, the counts,
+// the derived durations, then each diagnosis with its fix.
+func WriteTimelines(w io.Writer, vs []TerminationView) error {
+	bw := bufio.NewWriter(w)
+	for i, v := range vs {
+		if i > 0 {
+			bw.WriteString("\n")
+		}
+		writeTimeline(bw, v)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing timelines: %w", err)
+	}
+	return nil
+}
+
+func writeTimeline(w *bufio.Writer, v TerminationView) {
+	t := v.Termination
+	wl := t.Workload
+	fmt.Fprintf(w, "%s/%s  %s %s revision %s  node %s  outcome %s\n", wl.Namespace, t.Pod,
+		orNone(wl.Kind), orNone(wl.Name), orNone(wl.Revision), t.Node, orNone(t.Outcome))
+	fmt.Fprintf(w, "  uid %s  ip %s  grace period %s%s\n", t.PodUID, t.PodIP, secs(t.GracePeriod), partialNote(t))
+	origin := t.Marks.StopSignal
+	if origin.IsZero() {
+		origin = StartTime(t)
+	}
+	for _, m := range MarkList(t.Marks) {
+		line := fmt.Sprintf("  %+9.3fs  %-20s %s", m.Time.Sub(origin).Seconds(), m.Name, markDetail(t, m.Name))
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	c := t.Counts
+	fmt.Fprintf(w, "  refused after SIGTERM: %d  killed by SIGKILL: %d  refused before SIGTERM: %d\n",
+		c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.RefusedBeforeSigterm)
+	fmt.Fprintf(w, "  in flight at stop signal: %d  accepted after endpoint removal: %d  reset at exit: %d\n",
+		c.InflightAtStopSignal, c.AcceptedAfterEndpointsNotReady, c.ConnectionsResetAtExit)
+	if d := durationLine(t); d != "" {
+		fmt.Fprintf(w, "  %s\n", d)
+	}
+	for _, d := range t.Diagnoses {
+		fmt.Fprintf(w, "  diagnosis %s: %s\n", d.Code, d.Message)
+		if d.Fix != "" {
+			fmt.Fprintf(w, "    fix: %s\n", d.Fix)
+		}
+	}
+}
+
+// markDetail adds what a mark alone does not say.
+func markDetail(t correlate.Termination, mark string) string {
+	switch mark {
+	case "stop_signal":
+		target := t.StopSignalTarget
+		if target == "" {
+			target = "the container's init"
+		}
+		return fmt.Sprintf("%s to %s (PID 1)", signalName(t.StopSignal), target)
+	case "sigkill":
+		return "SIGKILL"
+	case "exit":
+		if t.ExitSignal != 0 {
+			return fmt.Sprintf("exit code %d, killed by %s", t.ExitCode, signalName(t.ExitSignal))
+		}
+		return fmt.Sprintf("exit code %d", t.ExitCode)
+	}
+	return ""
+}
+
+// durationOrder is the order the derived durations are printed in.
+var durationOrder = []string{correlate.DurRoutingLag, correlate.DurListenerCloseDelay, correlate.DurPrestop,
+	correlate.DurDrain, correlate.DurGraceUsed}
+
+func durationLine(t correlate.Termination) string {
+	ds := t.Durations()
+	var parts []string
+	for _, name := range durationOrder {
+		if d, ok := ds[name]; ok {
+			parts = append(parts, fmt.Sprintf("%s %s", name, secs(d)))
+		}
+	}
+	return strings.Join(parts, "  ")
+}
+
+func partialNote(t correlate.Termination) string {
+	if !t.Partial {
+		return ""
+	}
+	return "  partial: " + strings.Join(t.PartialReasons, ", ")
+}
+
+func signalName(sig uint32) string {
+	if sig == 0 {
+		sig = uint32(syscall.SIGTERM) // lifecycle.stopSignal unset means SIGTERM
+	}
+	if name := unix.SignalName(syscall.Signal(sig)); name != "" {
+		return name
+	}
+	return fmt.Sprintf("signal %d", sig)
+}
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
+
+func orNone(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,6 +1,6 @@
 // Command testenv runs testenv's cluster outside of tests:
 //
-//	go run ./testenv/cmd/testenv up [--nodes N] [--dir D]   # prints KUBECONFIG=<path>, returns
+//	go run ./testenv/cmd/testenv up [--nodes N] [--dir D] [--node-prefix P]  # prints KUBECONFIG=<path>, returns
 //	go run ./testenv/cmd/testenv status [--dir D]
 //	go run ./testenv/cmd/testenv down [--dir D]
 //
@@ -20,9 +20,6 @@ import (
 	"github.com/drainwatch/drainwatch/testenv/controlplane"
 )
 
-// nodePrefix names the CLI cluster's nodes lab-1..lab-N.
-const nodePrefix = "lab-"
-
 func main() {
 	if len(os.Args) < 2 {
 		usage()
@@ -30,6 +27,7 @@ func main() {
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	nodes := fs.Int("nodes", 2, "number of nodes (up)")
 	dir := fs.String("dir", "", "state directory (default <repo>/.cache/testenv)")
+	prefix := fs.String("node-prefix", "lab-", "nodes are named <prefix>1..N (up); down sweeps by these names")
 	_ = fs.Parse(os.Args[2:])
 	if *dir == "" {
 		*dir = defaultDir()
@@ -37,9 +35,9 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "up":
-		err = up(*dir, *nodes)
+		err = up(*dir, *nodes, *prefix)
 	case "supervise":
-		err = supervise(*dir, *nodes)
+		err = supervise(*dir, *nodes, *prefix)
 	case "status":
 		err = status(*dir)
 	case "down":

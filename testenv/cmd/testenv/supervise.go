@@ -15,7 +15,7 @@ import (
 )
 
 // supervise runs the cluster until SIGTERM or SIGINT, reporting on fd 3.
-func supervise(dir string, nodes int) error {
+func supervise(dir string, nodes int, prefix string) error {
 	report := os.NewFile(3, "report")
 	log := zerolog.New(os.Stderr).With().Timestamp().Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -26,7 +26,7 @@ func supervise(dir string, nodes int) error {
 	}
 	defer os.Remove(pidPath(dir))
 	c, err := cluster.Start(ctx, cluster.Options{Nodes: nodes, Dir: filepath.Join(dir, "cluster"),
-		NodePrefix: nodePrefix, Log: log})
+		NodePrefix: prefix, Log: log})
 	if err != nil {
 		fmt.Fprintf(report, "error: %v\n", err)
 		return err

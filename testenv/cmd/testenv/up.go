@@ -13,7 +13,7 @@ import (
 
 // up starts the supervisor in its own session and waits for its one-line
 // report on a pipe: "KUBECONFIG=<path>" or "error: ...".
-func up(dir string, nodes int) error {
+func up(dir string, nodes int, prefix string) error {
 	if pid := supervisorPID(dir); pid != 0 {
 		return fmt.Errorf("already up (supervisor pid %d); run testenv down first", pid)
 	}
@@ -37,7 +37,7 @@ func up(dir string, nodes int) error {
 	if err != nil {
 		return fmt.Errorf("opening supervisor log: %w", err)
 	}
-	cmd := exec.Command(bin, "supervise", "--dir", dir, "--nodes", strconv.Itoa(nodes))
+	cmd := exec.Command(bin, "supervise", "--dir", dir, "--nodes", strconv.Itoa(nodes), "--node-prefix", prefix)
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = logf, logf, []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

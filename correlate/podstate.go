@@ -1,8 +1,6 @@
 package correlate
 
 import (
-	"math"
-	"slices"
 	"time"
 
 	"github.com/drainwatch/drainwatch/collector"
@@ -107,96 +105,6 @@ func (l *listenerSet) close(cookie uint64) (last bool) {
 	}
 	delete(l.Open, cookie)
 	return l.Complete && len(l.Open) == 0
-}
-
-// timeRing keeps the latest ringSize times as Unix nanoseconds.
-type timeRing struct {
-	T    []int64 `json:"t,omitempty"`
-	Next int     `json:"next,omitempty"`
-}
-
-const ringSize = 64
-
-func (r *timeRing) push(t time.Time) {
-	if r.T == nil {
-		r.T = make([]int64, 0, ringSize)
-	}
-	if len(r.T) < ringSize {
-		r.T = append(r.T, t.UnixNano())
-		return
-	}
-	r.T[r.Next] = t.UnixNano()
-	r.Next = (r.Next + 1) % ringSize
-}
-
-// oldest is the earliest time since which the ring holds every push: any
-// time when it has not wrapped, else its oldest entry.
-func (r *timeRing) oldest() int64 {
-	if len(r.T) < ringSize {
-		return math.MinInt64
-	}
-	return r.T[r.Next]
-}
-
-// acceptLog holds the accept times of a termination until
-// endpoints_not_ready is known, so the accepts after it can be counted
-// however late the API event comes. It starts with the pod's accept ring
-// (accepts processed before the termination began) and is dropped once the
-// mark is set.
-type acceptLog struct {
-	T []int64 `json:"t,omitempty"`
-	// CompleteFrom is the earliest time since which T holds every accept;
-	// Overflow is set when T reached maxTrackedCookies and stopped growing.
-	CompleteFrom int64 `json:"complete_from"`
-	Overflow     bool  `json:"overflow,omitempty"`
-}
-
-func newAcceptLog(r *timeRing) *acceptLog {
-	return &acceptLog{T: slices.Clone(r.T), CompleteFrom: r.oldest()}
-}
-
-func (l *acceptLog) add(t time.Time) {
-	if len(l.T) >= maxTrackedCookies {
-		l.Overflow = true
-		return
-	}
-	l.T = append(l.T, t.UnixNano())
-}
-
-// countSince counts the accepts at or after from; complete is false when
-// some may be missing.
-func (l *acceptLog) countSince(from time.Time) (n int, complete bool) {
-	f := from.UnixNano()
-	for _, t := range l.T {
-		if t >= f {
-			n++
-		}
-	}
-	return n, !l.Overflow && f >= l.CompleteFrom
-}
-
-// eventRing keeps the latest earlySize events.
-type eventRing struct {
-	E    []collector.Event `json:"e,omitempty"`
-	Next int               `json:"next,omitempty"`
-}
-
-const earlySize = 32
-
-func (r *eventRing) push(e *collector.Event) {
-	if len(r.E) < earlySize {
-		r.E = append(r.E, *e)
-		return
-	}
-	r.E[r.Next] = *e
-	r.Next = (r.Next + 1) % earlySize
-}
-
-// drain returns the kept events oldest first and empties the ring.
-func (r *eventRing) drain() []collector.Event {
-	es := append(r.E[r.Next:len(r.E):len(r.E)], r.E[:r.Next]...)
-	r.E, r.Next = nil, 0
-	return es
 }
 
 // stopSignalOf is the signal the runtime sends to stop a container.

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/drainwatch/drainwatch/exporter"
+)
+
+// timelineFlags are `drainwatch timeline`'s: where the daemons are, which
+// terminations to show, and how.
+type timelineFlags struct {
+	urls                            urlList
+	kubeconfig, context             string
+	dwNamespace, selector           string
+	port                            int
+	namespace, workload, pod, since string
+	format                          string
+	timeout                         time.Duration
+}
+
+// urlList is a repeatable (or comma-separated) --url.
+type urlList []string
+
+func (u *urlList) String() string { return strings.Join(*u, ",") }
+func (u *urlList) Set(v string) error {
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			*u = append(*u, s)
+		}
+	}
+	return nil
+}
+
+func parseTimelineFlags(args []string, stderr io.Writer) (timelineFlags, error) {
+	var f timelineFlags
+	fs := flag.NewFlagSet("drainwatch timeline", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Var(&f.urls, "url", "a daemon's address (http://NODE:9090), repeatable; without it every daemon is asked through the API server's pod proxy")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&f.context, "context", "", "kubeconfig context (default: the current one)")
+	fs.StringVar(&f.dwNamespace, "drainwatch-namespace", "drainwatch", "namespace of the drainwatch DaemonSet")
+	fs.StringVar(&f.selector, "selector", "app.kubernetes.io/name=drainwatch", "label selector of the drainwatch pods")
+	fs.IntVar(&f.port, "port", 9090, "the daemons' HTTP port")
+	fs.StringVar(&f.namespace, "namespace", "", "only terminations of pods in this namespace")
+	fs.StringVar(&f.workload, "workload", "", "only terminations of this workload (Deployment, StatefulSet... name)")
+	fs.StringVar(&f.pod, "pod", "", "only the termination of this pod")
+	fs.StringVar(&f.since, "since", "", "only terminations with a mark after this: a duration back from now (15m) or an RFC 3339 time")
+	fs.StringVar(&f.format, "format", "text", "text (a timeline per termination) or json")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up on the daemons after this long")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("drainwatch timeline takes no arguments, got %q", fs.Args())
+	}
+	if f.format != "text" && f.format != "json" {
+		return f, fmt.Errorf("--format %q: want text or json", f.format)
+	}
+	return f, nil
+}
+
+// filter turns the flags into the API's filter.
+func (f timelineFlags) filter(now time.Time) (exporter.Filter, error) {
+	q := exporter.Filter{Namespace: f.namespace, Workload: f.workload, Pod: f.pod}.Query()
+	if f.since != "" {
+		q.Set("since", f.since)
+	}
+	return exporter.ParseFilter(q, now)
+}
+
+// timelineCmd is `drainwatch timeline`: it asks one or every daemon for the
+// terminations matching the filters and prints them. It returns the exit
+// code: 1 when no daemon answered.
+func timelineCmd(args []string, stdout, stderr io.Writer) int {
+	f, err := parseTimelineFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "drainwatch timeline:", err)
+		return 2
+	}
+	filter, err := f.filter(time.Now())
+	if err != nil {
+		fmt.Fprintln(stderr, "drainwatch timeline:", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
+	defer cancel()
+	daemons, err := f.daemons(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "drainwatch timeline:", err)
+		return 1
+	}
+	views, errs := exporter.QueryDaemons(ctx, daemons, filter)
+	for _, err := range errs {
+		fmt.Fprintln(stderr, "drainwatch timeline:", err)
+	}
+	if len(errs) == len(daemons) {
+		return 1
+	}
+	if err := printTimelines(stdout, f.format, views); err != nil {
+		fmt.Fprintln(stderr, "drainwatch timeline:", err)
+		return 1
+	}
+	return 0
+}
+
+// daemons are the --url daemons, else the pods of the DaemonSet.
+func (f timelineFlags) daemons(ctx context.Context) ([]exporter.Daemon, error) {
+	if len(f.urls) > 0 {
+		ds := make([]exporter.Daemon, len(f.urls))
+		for i, u := range f.urls {
+			ds[i] = exporter.URLDaemon(u, http.DefaultClient)
+		}
+		return ds, nil
+	}
+	client, err := f.kubeClient()
+	if err != nil {
+		return nil, err
+	}
+	return exporter.ProxyDaemons(ctx, client, f.dwNamespace, f.selector, f.port)
+}
+
+func (f timelineFlags) kubeClient() (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig (or pass --url): %w", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
+	}
+	return client, nil
+}
+
+func printTimelines(w io.Writer, format string, views []exporter.TerminationView) error {
+	if format == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if views == nil {
+			views = []exporter.TerminationView{}
+		}
+		return enc.Encode(exporter.TerminationList{Terminations: views})
+	}
+	if len(views) == 0 {
+		_, err := fmt.Fprintln(w, "no termination matches")
+		return err
+	}
+	return exporter.WriteTimelines(w, views)
+}

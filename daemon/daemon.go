@@ -58,6 +58,10 @@ func New(cfg Config) (*Daemon, error) {
 func (d *Daemon) Terminations() []correlate.Termination        { return d.view.Terminations() }
 func (d *Daemon) Get(uid string) (correlate.Termination, bool) { return d.view.Get(uid) }
 
+// Watching reports whether the kernel watches the pod's network namespace
+// (as of the last tick): its connections are counted from then on.
+func (d *Daemon) Watching(podUID string) bool { return d.view.isWatched(podUID) }
+
 // Metrics is the daemon's metrics registry owner.
 func (d *Daemon) Metrics() *exporter.Metrics { return d.metrics }
 

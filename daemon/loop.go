@@ -81,6 +81,7 @@ func (d *Daemon) tick(now time.Time) {
 	d.accountUnattributed()
 	live := d.corr.Terminations()
 	d.view.publish(live)
+	d.view.publishWatched(d.scopes.watchedPods())
 	d.metrics.Expire(exporter.PendingWorkloads(live))
 	d.counters.lastTick = now
 }

@@ -101,6 +101,15 @@ func (s *scopeSync) logErr(err error, uid string) {
 	}
 }
 
+// watchedPods returns the pods whose network namespace is watched.
+func (s *scopeSync) watchedPods() map[string]bool {
+	out := make(map[string]bool, len(s.netnsOwner))
+	for _, uid := range s.netnsOwner {
+		out[uid] = true
+	}
+	return out
+}
+
 // records returns the watched scopes for the checkpoint.
 func (s *scopeSync) records() []ScopeRecord {
 	out := make([]ScopeRecord, 0, len(s.pods))

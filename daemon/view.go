@@ -15,6 +15,8 @@ type terminationView struct {
 	mu     sync.RWMutex
 	live   []correlate.Termination
 	stored map[string]correlate.Termination // complete, by pod UID
+	// watched are the pods whose network namespace is watched now.
+	watched map[string]bool
 }
 
 func newTerminationView() *terminationView {
@@ -26,6 +28,20 @@ func (v *terminationView) publish(live []correlate.Termination) {
 	v.mu.Lock()
 	v.live = live
 	v.mu.Unlock()
+}
+
+// publishWatched replaces the set of pods whose netns is watched.
+func (v *terminationView) publishWatched(uids map[string]bool) {
+	v.mu.Lock()
+	v.watched = uids
+	v.mu.Unlock()
+}
+
+// isWatched reports whether a pod's network namespace is watched.
+func (v *terminationView) isWatched(uid string) bool {
+	v.mu.RLock()
+	defer v.mu.RUnlock()
+	return v.watched[uid]
 }
 
 // keep adds complete terminations (restored from the store, or just

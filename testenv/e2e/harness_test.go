@@ -1,0 +1,148 @@
+package e2e_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+
+	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/daemon"
+	"github.com/drainwatch/drainwatch/testenv/client"
+	"github.com/drainwatch/drainwatch/testenv/cluster"
+	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
+	"github.com/drainwatch/drainwatch/testenv/privileged"
+)
+
+// nodeDaemon is one node's drainwatch, run in-process.
+type nodeDaemon struct {
+	node string
+	*daemon.Daemon
+	stop func()
+}
+
+func logger(t *testing.T, level zerolog.Level) zerolog.Logger {
+	return zerolog.New(zerolog.NewTestWriter(t)).Level(level).With().Timestamp().Logger()
+}
+
+// startCluster starts nodes node agents and one daemon per node.
+func startCluster(t *testing.T, prefix string, nodes int) (*cluster.Cluster, []*nodeDaemon) {
+	t.Helper()
+	privileged.RequireRoot(t)
+	cp := cptest.Get(t)
+	warn := zerolog.New(zerolog.NewConsoleWriter(func(w *zerolog.ConsoleWriter) { w.Out = os.Stderr })).Level(zerolog.WarnLevel)
+	c := cluster.StartT(t, cluster.Options{Nodes: nodes, NodePrefix: prefix, ControlPlane: cp, Log: warn, Dir: t.TempDir()})
+	var ds []*nodeDaemon
+	for _, name := range c.NodeNames {
+		ds = append(ds, startDaemon(t, c.RestConfig, name, t.TempDir()))
+	}
+	return c, ds
+}
+
+// startDaemon runs a daemon for node with the real kernel collector.
+func startDaemon(t *testing.T, rc *rest.Config, node, stateDir string) *nodeDaemon {
+	t.Helper()
+	rc = rest.CopyConfig(rc)
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	d, err := daemon.New(daemon.Config{
+		NodeName: node, Rest: rc, StateDir: stateDir,
+		Log:       logger(t, zerolog.InfoLevel).With().Str("node", node).Logger(),
+		Correlate: correlate.Config{KernelTail: time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	nd := &nodeDaemon{node: node, Daemon: d}
+	stopped := false
+	nd.stop = func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("daemon of %s: %v", node, err)
+			}
+		}
+	}
+	t.Cleanup(nd.stop)
+	return nd
+}
+
+// daemonOf returns the daemon of the pod's node.
+func daemonOf(t *testing.T, ds []*nodeDaemon, p *corev1.Pod) *nodeDaemon {
+	t.Helper()
+	for _, d := range ds {
+		if d.node == p.Spec.NodeName {
+			return d
+		}
+	}
+	t.Fatalf("no daemon for node %q of pod %s", p.Spec.NodeName, p.Name)
+	return nil
+}
+
+// waitWatching waits until the pods' daemons watch their network namespaces.
+func waitWatching(ctx context.Context, t *testing.T, ds []*nodeDaemon, pods []corev1.Pod) {
+	t.Helper()
+	for i := range pods {
+		d, uid := daemonOf(t, ds, &pods[i]), string(pods[i].UID)
+		err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
+			return d.Watching(uid), nil
+		})
+		if err != nil {
+			t.Fatalf("daemon of %s never watched pod %s: %v", d.node, pods[i].Name, err)
+		}
+	}
+}
+
+// waitComplete waits until the daemon's termination of uid is complete.
+func waitComplete(ctx context.Context, t *testing.T, d *nodeDaemon, uid string) correlate.Termination {
+	t.Helper()
+	var last correlate.Termination
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		var ok bool
+		last, ok = d.Get(uid)
+		return ok && last.Complete, nil
+	})
+	if err != nil {
+		t.Fatalf("termination of %s not complete on %s: %v (last %+v)", uid, d.node, err, last)
+	}
+	return last
+}
+
+// withoutProbe drops the readiness probe: the agent's probes would be
+// connections no client recorded.
+func withoutProbe(d *appsv1.Deployment) *appsv1.Deployment {
+	for i := range d.Spec.Template.Spec.Containers {
+		d.Spec.Template.Spec.Containers[i].ReadinessProbe = nil
+	}
+	return d
+}
+
+// refusedTo counts the requests refused by target among reqs.
+func refusedTo(target string, reqs ...[]client.Request) int {
+	n := 0
+	for _, rs := range reqs {
+		for _, r := range rs {
+			if r.Target == target && r.Outcome == client.Refused {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func codes(t correlate.Termination) []string {
+	var out []string
+	for _, d := range t.Diagnoses {
+		out = append(out, d.Code)
+	}
+	return out
+}

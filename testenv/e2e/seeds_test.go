@@ -1,0 +1,73 @@
+package e2e_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/testenv/client"
+	"github.com/drainwatch/drainwatch/testenv/cluster"
+	"github.com/drainwatch/drainwatch/testenv/workload"
+)
+
+// TestSeedsDirect runs the seeds' experiment straight at a pod (no router:
+// the client keeps sending for one second after the delete, as a load
+// balancer that was not told): every connection the client saw refused is
+// one refused_after_sigterm, exactly.
+func TestSeedsDirect(t *testing.T) {
+	c, ds := startCluster(t, "e2s-", 1)
+	for _, tc := range []struct {
+		mode      string
+		args      []string
+		diagnosis string
+	}{
+		{workload.ModeNaive, nil, correlate.DiagListenerClosedEarly},
+		{workload.ModeProtocol, []string{"--drain-delay=1500ms"}, correlate.DiagClean},
+		{workload.ModeProtocol, []string{"--drain-delay=0s"}, correlate.DiagListenerClosedEarly},
+	} {
+		name := tc.mode + map[bool]string{true: "-delay0", false: ""}[slices.Contains(tc.args, "--drain-delay=0s")]
+		t.Run(name, func(t *testing.T) { seedsDirect(t, c, ds, name, tc.mode, tc.args, tc.diagnosis) })
+	}
+}
+
+func seedsDirect(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, name, mode string, args []string, diagnosis string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := "e2e-" + name
+	dep := withoutProbe(cluster.ServerDeployment(ns, "web", mode, 1, args...))
+	if err := c.Apply(ctx, cluster.Namespace(ns), dep, cluster.ServiceFor(ns, "web")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitRolledOut(ctx, ns, "web"); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := c.ReadyPods(ctx, ns, "app=web")
+	if err != nil || len(pods) != 1 {
+		t.Fatalf("ready pods: %v, %v", pods, err)
+	}
+	waitWatching(ctx, t, ds, pods)
+	victim := &pods[0]
+	addr := cluster.PodAddr(victim, cluster.ServerPort)
+	res, err := c.Seeds(ctx, victim, cluster.ServerPort, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitComplete(ctx, t, daemonOf(t, ds, victim), string(victim.UID))
+	want := refusedTo(addr, res.Work, res.Readiness, []client.Request{res.Slow})
+	t.Logf("marks %+v exit %d/%d grace %v", got.Marks, got.ExitCode, got.ExitSignal, got.GracePeriod)
+	t.Logf("%s: clients %s (work) + %s (ready); drainwatch %+v, diagnoses %v, partial %v",
+		name, client.Summarize(res.Work), client.Summarize(res.Readiness), got.Counts, codes(got), got.PartialReasons)
+	if got.Counts.RefusedAfterSigterm != want || got.Counts.RefusedBeforeSigterm != 0 {
+		dumpRefused(t, got, res.StopAt, res.Work, res.Readiness, []client.Request{res.Slow})
+		t.Errorf("refused after/before SIGTERM = %d/%d, clients saw %d refused",
+			got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, want)
+	}
+	if mode == workload.ModeNaive && want < 10 {
+		t.Errorf("naive refused only %d: the scenario did not reproduce the seeds' tens", want)
+	}
+	if !slices.Contains(codes(got), diagnosis) || got.Partial {
+		t.Errorf("diagnoses %v partial %v %v, want %s and not partial", codes(got), got.Partial, got.PartialReasons, diagnosis)
+	}
+}

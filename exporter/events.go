@@ -62,28 +62,71 @@ type EventReporter struct {
 	recorder    record.EventRecorder
 	log         zerolog.Logger
 
+	queue chan correlate.Termination
+	stop  context.CancelFunc
+	done  chan struct{}
+
 	mu       sync.Mutex
 	reported map[string]bool // pod UIDs, so a replayed termination is reported once
 	uids     map[workloadKey]types.UID
 }
 
-// NewEventReporter starts the broadcaster; call Shutdown to flush and stop.
+// reportQueue bounds the terminations waiting for their Events: a burst of
+// terminations larger than this loses Events, never blocks the daemon.
+const reportQueue = 256
+
+// NewEventReporter starts the broadcaster and the goroutine that records
+// reported terminations; call Shutdown to stop both.
 func NewEventReporter(client kubernetes.Interface, log zerolog.Logger, opts EventOptions) *EventReporter {
 	b := record.NewBroadcaster(record.WithCorrelatorOptions(opts.Correlator))
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	return &EventReporter{
+	ctx, stop := context.WithCancel(context.Background())
+	r := &EventReporter{
 		client: client, broadcaster: b, log: log,
 		recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent, Host: opts.Node}),
+		queue:    make(chan correlate.Termination, reportQueue), stop: stop, done: make(chan struct{}),
 		reported: map[string]bool{}, uids: map[workloadKey]types.UID{},
+	}
+	go r.run(ctx)
+	return r
+}
+
+func (r *EventReporter) run(ctx context.Context) {
+	defer close(r.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case t := <-r.queue:
+			r.Record(ctx, t)
+		}
 	}
 }
 
-// Shutdown stops the broadcaster (Events not yet sent are dropped).
-func (r *EventReporter) Shutdown() { r.broadcaster.Shutdown() }
+// Shutdown stops recording and the broadcaster (Events not yet sent are
+// dropped).
+func (r *EventReporter) Shutdown() {
+	r.stop()
+	<-r.done
+	r.broadcaster.Shutdown()
+}
 
-// Report records the Events of a completed termination and returns how
+// Report queues a completed termination for Record without blocking (the
+// workload lookup is an API call): false when the queue is full and its
+// Events are dropped.
+func (r *EventReporter) Report(t correlate.Termination) bool {
+	select {
+	case r.queue <- t:
+		return true
+	default:
+		r.log.Warn().Str("pod", t.Pod).Msg("Event queue full: no Event for this termination")
+		return false
+	}
+}
+
+// Record records the Events of a completed termination and returns how
 // many it recorded (0 for clean, incomplete or already reported ones).
-func (r *EventReporter) Report(ctx context.Context, t correlate.Termination) int {
+func (r *EventReporter) Record(ctx context.Context, t correlate.Termination) int {
 	if !t.Complete || !r.firstReport(t.PodUID) {
 		return 0
 	}

@@ -48,13 +48,13 @@ func TestEventsForLostTraffic(t *testing.T) {
 	defer r.Shutdown()
 	ctx := context.Background()
 	got := []int{
-		r.Report(ctx, naiveTermination()),
-		r.Report(ctx, killedTermination()),
-		r.Report(ctx, naiveTermination()), // replay: reported once
-		r.Report(ctx, barePod()),          // clean: no Event
+		r.Record(ctx, naiveTermination()),
+		r.Record(ctx, killedTermination()),
+		r.Record(ctx, naiveTermination()), // replay: reported once
+		r.Record(ctx, barePod()),          // clean: no Event
 	}
 	if want := []int{2, 2, 0, 0}; !slices.Equal(got, want) {
-		t.Fatalf("Report returned %v, want %v", got, want)
+		t.Fatalf("Record returned %v, want %v", got, want)
 	}
 	evs := waitEvents(t, client, "shop", 4)
 	want := []struct{ kind, name, uid, reason, msg string }{
@@ -100,8 +100,8 @@ func TestEventsRateLimitedPerObject(t *testing.T) {
 	for i := range 5 {
 		term := naiveTermination()
 		term.PodUID, term.Pod = fmt.Sprintf("uid-%d", i), fmt.Sprintf("web-6d4f-%d", i)
-		if n := r.Report(context.Background(), term); n != 2 {
-			t.Fatalf("Report #%d recorded %d events, want 2", i, n)
+		if n := r.Record(context.Background(), term); n != 2 {
+			t.Fatalf("Record #%d recorded %d events, want 2", i, n)
 		}
 	}
 	// The broadcaster handles events in order: once a sentinel recorded
@@ -127,4 +127,17 @@ func hasReason(evs []corev1.Event, reason string) bool {
 		}
 	}
 	return false
+}
+
+func TestReportQueuesWithoutBlocking(t *testing.T) {
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "dep-uid"}}
+	client := fake.NewClientset(dep)
+	r := NewEventReporter(client, zerolog.Nop(), EventOptions{Node: "node-1"})
+	defer r.Shutdown()
+	if !r.Report(naiveTermination()) {
+		t.Fatal("Report: queue full on the first termination")
+	}
+	if evs := waitEvents(t, client, "shop", 2); len(evs) != 2 || evs[0].Reason != "DrainNoDelay" {
+		t.Fatalf("events %+v", evs)
+	}
 }

@@ -33,10 +33,10 @@ func TestEventsVisibleInKubectl(t *testing.T) {
 
 	r := exporter.NewEventReporter(c, zerolog.Nop(), exporter.EventOptions{Node: "node-1"})
 	defer r.Shutdown()
-	if n := r.Report(ctx, refusedTermination(ns, pod)); n != 2 {
-		t.Fatalf("Report recorded %d events, want 2", n)
+	if n := r.Record(ctx, refusedTermination(ns, pod)); n != 2 {
+		t.Fatalf("Record recorded %d events, want 2", n)
 	}
-	if n := r.Report(ctx, refusedTermination(ns, pod)); n != 0 {
+	if n := r.Record(ctx, refusedTermination(ns, pod)); n != 0 {
 		t.Fatalf("a replayed termination recorded %d events, want 0", n)
 	}
 	waitEventCount(ctx, t, c, ns, 2)

@@ -56,7 +56,9 @@ func (p proxyResponse) DoRaw(context.Context) ([]byte, error) {
 	return []byte(rec.body.String()), nil
 }
 
-func (p proxyResponse) Stream(context.Context) (io.ReadCloser, error) { return nil, errors.New("not used") }
+func (p proxyResponse) Stream(context.Context) (io.ReadCloser, error) {
+	return nil, errors.New("not used")
+}
 
 type recorder struct {
 	header http.Header
@@ -103,4 +105,3 @@ func TestProxyDaemons(t *testing.T) {
 		t.Error("no daemon pod: want an error")
 	}
 }
-

@@ -100,17 +100,27 @@ func (m *Metrics) ObserveTermination(t correlate.Termination) bool {
 
 // Expire drops the series of revisions not updated for the TTL, except those
 // of pending workloads (terminations not complete yet: their revision's
-// series must still be there when they complete). Workload histograms expire
-// with their last revision. It returns the number of revisions dropped; the
-// daemon calls it periodically.
+// series must still be there when they complete). A pending revision
+// without series gets them at zero, so that the first termination of a
+// rollout shows to rate() and increase() as an increase rather than as a
+// series born with its value. Workload histograms expire with their last
+// revision. It returns the number of revisions dropped; the daemon calls it
+// periodically.
 func (m *Metrics) Expire(pending []collector.Workload) int {
-	keep := make(map[[4]string]bool, len(pending))
-	for _, w := range pending {
-		keep[rolloutLabels(w)] = true
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cutoff := m.now().Add(-m.ttl)
+	now := m.now()
+	keep := make(map[[4]string]bool, len(pending))
+	for _, w := range pending {
+		key := rolloutLabels(w)
+		keep[key] = true
+		if m.revisions[key] == nil {
+			rs := newRevisionState(key)
+			rs.updated = now
+			m.revisions[key] = rs
+		}
+	}
+	cutoff := now.Add(-m.ttl)
 	live := map[[3]string]bool{}
 	dropped := 0
 	for key, rs := range m.revisions {
@@ -121,6 +131,13 @@ func (m *Metrics) Expire(pending []collector.Workload) int {
 		delete(m.revisions, key)
 		dropped++
 	}
+	m.expireWorkloads(live, cutoff)
+	return dropped
+}
+
+// expireWorkloads drops the histograms of workloads without live revisions
+// and the UIDs counted into dropped revisions.
+func (m *Metrics) expireWorkloads(live map[[3]string]bool, cutoff time.Time) {
 	for key, ws := range m.workloads {
 		if !live[key] && !ws.updated.After(cutoff) {
 			delete(m.workloads, key)
@@ -131,7 +148,6 @@ func (m *Metrics) Expire(pending []collector.Workload) int {
 			delete(m.seen, uid)
 		}
 	}
-	return dropped
 }
 
 // PendingWorkloads returns the workloads of the terminations not complete

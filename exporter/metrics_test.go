@@ -113,3 +113,23 @@ func TestMetricsSeriesExpireAfterTTL(t *testing.T) {
 		t.Fatal("termination of an expired revision not counted into fresh series")
 	}
 }
+
+// TestPendingRevisionStartsAtZero: a rollout's revision has its counters at
+// zero while its first termination is in progress.
+func TestPendingRevisionStartsAtZero(t *testing.T) {
+	m := NewMetrics(Options{})
+	rev4 := collector.Workload{Namespace: "shop", Kind: "Deployment", Name: "web", Revision: "4"}
+	if n := m.Expire([]collector.Workload{rev4}); n != 0 {
+		t.Fatalf("expired %d", n)
+	}
+	want := `
+# HELP drainwatch_connections_refused_after_sigterm_total Connection attempts answered with a RST (no socket: ECONNREFUSED at the client) from the stop signal until the pod's network namespace was gone.
+# TYPE drainwatch_connections_refused_after_sigterm_total counter
+drainwatch_connections_refused_after_sigterm_total{namespace="shop",revision="4",workload="web",workload_kind="Deployment"} 0
+`
+	err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
+		"drainwatch_connections_refused_after_sigterm_total", "drainwatch_terminations_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -28,7 +28,7 @@ func TestTimelinePageHTML(t *testing.T) {
 	}
 	body := html.UnescapeString(raw)
 	for _, want := range []string{"shop/web-6d4f-a — refused", "refused after SIGTERM: 44",
-		"stop_signal +0.000s", "listener_closed +0.125s", "fix: set preStop sleep ≥ 2 s: routing took 1.0 s"} {
+		"stop_signal +0.000s", "listener_closed +0.125s", `href="api/v1/terminations/uid-a"`, "fix: set preStop sleep ≥ 2 s: routing took 1.0 s"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
 		}

@@ -11,6 +11,7 @@ import (
 // every coordinate is computed here so the template only formats.
 type timelineView struct {
 	Title, Subtitle, Outcome string
+	UID                      string // for the relative link to the JSON record (it resolves through the pod proxy too)
 	Counts                   correlate.Counts
 	Diagnoses                []correlate.Diagnosis
 	Partial                  []string
@@ -43,7 +44,8 @@ func newTimelineView(t correlate.Termination) timelineView {
 	w := t.Workload
 	v := timelineView{
 		Title:     fmt.Sprintf("%s/%s", w.Namespace, t.Pod),
-		Subtitle:  fmt.Sprintf("%s %s revision %s · node %s · grace %s · uid %s", w.Kind, w.Name, w.Revision, t.Node, t.GracePeriod, t.PodUID),
+		Subtitle:  subtitle(t),
+		UID:       t.PodUID,
 		Outcome:   t.Outcome,
 		Counts:    t.Counts,
 		Diagnoses: t.Diagnoses,
@@ -90,4 +92,13 @@ func newPageView(ts []correlate.Termination, now time.Time) pageView {
 		p.Timelines = append(p.Timelines, newTimelineView(ts[i]))
 	}
 	return p
+}
+
+func subtitle(t correlate.Termination) string {
+	w := t.Workload
+	owner := "no controller"
+	if w.Kind != "none" && w.Kind != "" {
+		owner = fmt.Sprintf("%s %s revision %s", w.Kind, w.Name, w.Revision)
+	}
+	return fmt.Sprintf("%s · node %s · grace %s · uid %s", owner, t.Node, t.GracePeriod, t.PodUID)
 }

@@ -35,10 +35,17 @@ const ScrapeInterval = time.Second
 // test ends.
 func Start(t testing.TB, targets ...string) *Server {
 	t.Helper()
+	return StartWithRules(t, nil, targets...)
+}
+
+// StartWithRules is Start with rule files loaded (alerting and recording
+// rules, evaluated every ScrapeInterval; firing alerts show in ALERTS).
+func StartWithRules(t testing.TB, ruleFiles []string, targets ...string) *Server {
+	t.Helper()
 	privileged.RequireFile(t, PrometheusBin, "Debian's prometheus package (make deps)")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte(config(targets)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(config(targets, ruleFiles)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	addr, err := freeLoopbackAddr()
@@ -58,19 +65,24 @@ func Start(t testing.TB, targets ...string) *Server {
 	return s
 }
 
-func config(targets []string) string {
-	quoted := make([]string, len(targets))
-	for i, t := range targets {
-		quoted[i] = fmt.Sprintf("%q", t)
-	}
+func config(targets, ruleFiles []string) string {
 	return fmt.Sprintf(`global:
   scrape_interval: %s
   evaluation_interval: %s
+rule_files: [%s]
 scrape_configs:
   - job_name: drainwatch
     static_configs:
       - targets: [%s]
-`, ScrapeInterval, ScrapeInterval, strings.Join(quoted, ", "))
+`, ScrapeInterval, ScrapeInterval, quoteAll(ruleFiles), quoteAll(targets))
+}
+
+func quoteAll(ss []string) string {
+	quoted := make([]string, len(ss))
+	for i, s := range ss {
+		quoted[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(quoted, ", ")
 }
 
 func (s *Server) start(dir, cfg, addr string) error {

@@ -60,3 +60,30 @@ func TestManifestsServerSideDryRun(t *testing.T) {
 		t.Fatal("the DaemonSet exists after a dry run")
 	}
 }
+
+// TestOverlayRenders: the prometheus-operator overlay renders with the
+// pinned kubectl into the base plus its PodMonitor and PrometheusRule (their
+// CRDs are not installed here, so they are not dry-run).
+func TestOverlayRenders(t *testing.T) {
+	cp := cptest.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cp.Kubectl(ctx, "kustomize", filepath.Join(root, "deploy", "daemonset", "overlays", "prometheus-operator"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if k, ok := strings.CutPrefix(line, "kind: "); ok {
+			kinds = append(kinds, k)
+		}
+	}
+	want := "Namespace ServiceAccount ClusterRole ClusterRoleBinding Service DaemonSet PodMonitor PrometheusRule"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Errorf("overlay kinds %q, want %q", got, want)
+	}
+}

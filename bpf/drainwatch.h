@@ -196,6 +196,18 @@ static __always_inline struct event *event_reserve(__u8 type)
 	return e;
 }
 
+/* Submit without waking the reader until WAKEUP_BYTES are pending: a
+ * wakeup per event (an IPI and two context switches) would cost more than
+ * the probes themselves under connection churn. The reader also polls every
+ * few milliseconds, which bounds the delay of a lone event. */
+#define WAKEUP_BYTES (64 << 10)
+
+static __always_inline void event_submit(struct event *e)
+{
+	__u64 pending = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA);
+	bpf_ringbuf_submit(e, pending >= WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP);
+}
+
 /* Fill the addresses of a socket from its sock_common, the part shared by
  * full, request and timewait sockets (RST paths may hand us any of them). */
 static __always_inline void event_sock_addrs(struct event *e, const struct sock *sk)

@@ -23,6 +23,6 @@ int BPF_PROG(process_exit, struct task_struct *task)
 	e->netns = task_netns(task);
 	e->target_init = is_ns_init(task);
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
-	bpf_ringbuf_submit(e, 0);
+	event_submit(e);
 	return 0;
 }

@@ -68,7 +68,7 @@ static __always_inline void no_socket(const struct sk_buff *skb, __u32 reason, b
 	e->type = syn ? EV_REFUSED : EV_RESET;
 	e->netns = netns;
 	e->reason = reason;
-	bpf_ringbuf_submit(e, 0);
+	event_submit(e);
 }
 
 SEC("tp_btf/tcp_send_reset")
@@ -89,7 +89,7 @@ int BPF_PROG(tcp_send_reset, const struct sock *sk, const struct sk_buff *skb, i
 	e->reason = reason;
 	e->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
 	event_sock_addrs(e, sk);
-	bpf_ringbuf_submit(e, 0);
+	event_submit(e);
 	return 0;
 }
 

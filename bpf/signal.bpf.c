@@ -32,6 +32,6 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info,
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
 	e->sender_pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(e->sender_comm, sizeof(e->sender_comm));
-	bpf_ringbuf_submit(e, 0);
+	event_submit(e);
 	return 0;
 }

@@ -22,23 +22,23 @@ static __always_inline void full_sock_addrs(struct event *e, const struct sock *
 		e->lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
 }
 
-static __always_inline void emit_sock(const struct sock *sk, __u8 type, __u32 netns)
+static __always_inline void emit_sock(const struct sock *sk, __u8 type, __u32 netns, __u64 cookie)
 {
 	struct event *e = event_reserve(type);
 	if (!e)
 		return;
 	e->netns = netns;
-	e->cookie = bpf_get_socket_cookie((void *)sk);
+	e->cookie = cookie;
 	full_sock_addrs(e, sk);
-	bpf_ringbuf_submit(e, 0);
+	event_submit(e);
 }
 
 /* Remember an accepted connection of a watched scope so recv/send and the
  * teardown can tell whether a request is in flight. */
-static __always_inline void track_conn(const struct sock *sk)
+static __always_inline void track_conn(const struct sock *sk, __u64 cookie)
 {
 	__u64 key = (__u64)sk;
-	struct conn c = { .cookie = bpf_get_socket_cookie((void *)sk) };
+	struct conn c = { .cookie = cookie };
 	bpf_map_update_elem(&conns, &key, &c, BPF_ANY);
 }
 
@@ -90,15 +90,16 @@ static __always_inline void teardown(const struct sock *sk, int oldstate)
 	e->cause = close_cause();
 	full_sock_addrs(e, sk);
 	event_current(e);
-	bpf_ringbuf_submit(e, 0);
+	event_submit(e);
 }
 
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(sock_state, const struct sock *sk, const int oldstate, const int newstate)
 {
-	if (BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
-		return 0;
+	/* Decide from the states (free: they are arguments) before reading the
+	 * socket: this runs on every state change of every socket of the node. */
 	if (oldstate == DW_TCP_ESTABLISHED || oldstate == DW_TCP_CLOSE_WAIT) {
+		/* Only TCP sockets are ever in conns: no protocol check needed. */
 		if (newstate == DW_TCP_FIN_WAIT1 || newstate == DW_TCP_LAST_ACK ||
 		    newstate == DW_TCP_CLOSE)
 			teardown(sk, oldstate);
@@ -113,13 +114,14 @@ int BPF_PROG(sock_state, const struct sock *sk, const int oldstate, const int ne
 	 * and traced as LISTEN -> SYN_RECV. */
 	else if (oldstate == DW_TCP_LISTEN && newstate == DW_TCP_CLOSE)
 		type = EV_LISTEN_CLOSE;
-	if (!type)
+	if (!type || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
 	__u32 netns = sock_netns(sk);
 	if (!netns_watched(netns))
 		return 0;
+	__u64 cookie = bpf_get_socket_cookie((void *)sk);
 	if (type == EV_ACCEPT)
-		track_conn(sk);
-	emit_sock(sk, type, netns);
+		track_conn(sk, cookie);
+	emit_sock(sk, type, netns, cookie);
 	return 0;
 }

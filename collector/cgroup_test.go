@@ -14,7 +14,7 @@ func TestParseCgroup2Mount(t *testing.T) {
 35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
 41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw`, want: "/sys/fs/cgroup/unified"},
 		"unified with optional fields": {in: `30 24 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate`, want: "/sys/fs/cgroup"},
-		"escaped space": {in: `30 24 0:26 / /mnt/my\040cg rw - cgroup2 none rw`, want: "/mnt/my cg"},
+		"escaped space":                {in: `30 24 0:26 / /mnt/my\040cg rw - cgroup2 none rw`, want: "/mnt/my cg"},
 	} {
 		got, err := parseCgroup2Mount(strings.NewReader(tc.in))
 		if err != nil || got != tc.want {

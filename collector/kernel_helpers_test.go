@@ -15,7 +15,9 @@ func openTestKernel(t testing.TB, opts KernelOptions) *Kernel {
 	t.Helper()
 	privileged.RequireRoot(t)
 	privileged.RequireFile(t, kernelBTFPath, "kernel BTF")
-	opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).With().Timestamp().Logger()
+	if opts.Logger.GetLevel() != zerolog.Disabled {
+		opts.Logger = zerolog.New(zerolog.NewTestWriter(t)).With().Timestamp().Logger()
+	}
 	k, err := OpenKernel(opts)
 	if err != nil {
 		t.Fatal(err)

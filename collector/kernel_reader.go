@@ -2,10 +2,15 @@ package collector
 
 import (
 	"errors"
+	"os"
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
 )
+
+// pollInterval bounds how long an event waits in the ring buffer when the
+// BPF side skipped the wakeup (see event_submit in bpf/drainwatch.h).
+const pollInterval = 20 * time.Millisecond
 
 // read is the only goroutine reading the ring buffer. It decodes into one
 // reused record and event, and never blocks on the consumer: when the
@@ -18,10 +23,17 @@ func (k *Kernel) read() {
 		ev      Event
 		backoff time.Duration
 	)
+	k.reader.SetDeadline(time.Now().Add(pollInterval))
 	for {
 		if err := k.reader.ReadInto(&rec); err != nil {
 			if errors.Is(err, ringbuf.ErrClosed) {
 				return
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				// The BPF side does not wake us per event: look again
+				// every pollInterval.
+				k.reader.SetDeadline(time.Now().Add(pollInterval))
+				continue
 			}
 			backoff = k.readFailed(err, backoff)
 			continue

@@ -1,0 +1,129 @@
+package collector
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+)
+
+// BenchmarkLoopbackChurnRatio interleaves the three modes of
+// BenchmarkLoopbackChurn round by round in one namespace, so a busy machine
+// (other jobs, CPU frequency) affects them alike, and reports the median
+// throughput ratios against no probes (median cost without probes over
+// median cost with them), by wall time and by the thread's CPU
+// time (user+system, which includes the loopback softirq work done in the
+// connecting thread and is insensitive to other processes' load):
+//
+//	go test -run '^$' -bench LoopbackChurnRatio -benchtime 1x ./collector/
+func BenchmarkLoopbackChurnRatio(b *testing.B) {
+	const rounds, conns = 21, 4000
+	ns := newChurnNetns(b)
+	var wall, cpu, bpfNs [3][]float64
+	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stats.Close()
+	for b.Loop() {
+		for r := 0; r < rounds; r++ {
+			// Rotate the order so no mode always runs first or last.
+			for i := 0; i < 3; i++ {
+				mode := (r + i) % 3
+				w, c, p := churnMode(b, ns.Inode(), mode, func() (int64, int64) { return churnTimed(b, ns, conns) })
+				wall[mode], cpu[mode], bpfNs[mode] = append(wall[mode], w), append(cpu[mode], c), append(bpfNs[mode], p)
+			}
+		}
+	}
+	b.ReportMetric(median(wall[0])/conns, "ns/conn_no_probes")
+	b.ReportMetric(median(cpu[0])/conns, "cpu_ns/conn_no_probes")
+	// Run time of every drainwatch program, node-wide, during the churn:
+	// an upper bound of what the probes cost per connection, immune to
+	// other processes' load (it also counts their sockets).
+	b.ReportMetric(median(bpfNs[1])/conns, "bpf_ns/conn_unwatched")
+	b.ReportMetric(median(bpfNs[2])/conns, "bpf_ns/conn_watched")
+	b.ReportMetric(median(wall[0])/median(wall[1]), "wall_ratio_unwatched")
+	b.ReportMetric(median(wall[0])/median(wall[2]), "wall_ratio_watched")
+	b.ReportMetric(median(cpu[0])/median(cpu[1]), "cpu_ratio_unwatched")
+	b.ReportMetric(median(cpu[0])/median(cpu[2]), "cpu_ratio_watched")
+}
+
+// churnMode runs fn with no probes (0), probes and nothing watched (1) or
+// probes watching netns (2).
+func churnMode(b *testing.B, netns uint32, mode int, fn func() (int64, int64)) (wall, cpu, bpfNs float64) {
+	if mode == 0 {
+		w, c := fn()
+		return float64(w), float64(c), 0
+	}
+	k, err := OpenKernel(KernelOptions{Logger: zerolog.Nop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer k.Close()
+	go func() {
+		for range k.Events() {
+		}
+	}()
+	if mode == 2 {
+		if err := k.WatchNetns(netns); err != nil {
+			b.Fatal(err)
+		}
+	}
+	before := k.programRuntime(b)
+	w, c := fn()
+	return float64(w), float64(c), float64(k.programRuntime(b) - before)
+}
+
+// programRuntime sums the kernel's run time of every loaded program
+// (kernel.bpf_stats_enabled must be on).
+func (k *Kernel) programRuntime(b *testing.B) time.Duration {
+	var sum time.Duration
+	for _, c := range k.colls {
+		for _, p := range c.Programs {
+			st, err := p.Stats()
+			if err != nil {
+				b.Fatal(err)
+			}
+			sum += st.Runtime
+		}
+	}
+	return sum
+}
+
+// churnTimed runs n cycles inside ns and returns wall and thread CPU ns.
+func churnTimed(b *testing.B, ns interface{ Do(func() error) error }, n int) (wall, cpu int64) {
+	err := ns.Do(func() error {
+		lfd, addr, err := loopbackListener()
+		if err != nil {
+			return err
+		}
+		defer unix.Close(lfd)
+		w0, c0 := clockNs(unix.CLOCK_MONOTONIC), clockNs(unix.CLOCK_THREAD_CPUTIME_ID)
+		for i := 0; i < n; i++ {
+			if err := connectAcceptClose(lfd, addr); err != nil {
+				return err
+			}
+		}
+		wall, cpu = clockNs(unix.CLOCK_MONOTONIC)-w0, clockNs(unix.CLOCK_THREAD_CPUTIME_ID)-c0
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return wall, cpu
+}
+
+func clockNs(clock int32) int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(clock, &ts)
+	return ts.Nano()
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}

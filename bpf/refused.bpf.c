@@ -14,6 +14,10 @@
 #define TCP_FLAG_RST 0x04
 #define TCP_FLAG_SYN 0x02
 #define TCP_FLAG_ACK 0x10
+/* SK_RST_REASON_NO_SOCKET (include/net/rstreason.h, Linux >= 6.10). A
+ * constant, not a CO-RE enum read: the fallback shares this code on kernels
+ * without that enum, and reports the same number so both sources read alike. */
+#define RST_REASON_NO_SOCKET 1
 
 /* Parse the IP and TCP headers of a received packet into the event, from
  * the server's point of view (local = destination). Returns the TCP flags,
@@ -50,8 +54,11 @@ static __always_inline __u32 skb_netns(const struct sk_buff *skb)
 }
 
 /* A RST answering a packet for which no socket exists: refused when that
- * packet was a bare SYN, reset (with the reason) for late segments. */
-static __always_inline void no_socket(const struct sk_buff *skb, __u32 reason, bool need_syn)
+ * packet was a bare SYN and the reason is NO_SOCKET (a connection attempt
+ * to a closed port), reset with the reason otherwise (late segments of a
+ * connection that is gone). syn_only drops the latter (the fallback sees
+ * drops, not RSTs). */
+static __always_inline void no_socket(const struct sk_buff *skb, __u32 reason, bool syn_only)
 {
 	__u32 netns = skb_netns(skb);
 	if (!netns_watched(netns))
@@ -61,11 +68,11 @@ static __always_inline void no_socket(const struct sk_buff *skb, __u32 reason, b
 		return;
 	int flags = parse_rx(skb, e);
 	bool syn = flags >= 0 && (flags & (TCP_FLAG_SYN | TCP_FLAG_ACK | TCP_FLAG_RST)) == TCP_FLAG_SYN;
-	if (flags < 0 || (need_syn && !syn) || (flags & TCP_FLAG_RST)) {
+	if (flags < 0 || (syn_only && !syn) || (flags & TCP_FLAG_RST)) {
 		bpf_ringbuf_discard(e, 0);
 		return;
 	}
-	e->type = syn ? EV_REFUSED : EV_RESET;
+	e->type = syn && reason == RST_REASON_NO_SOCKET ? EV_REFUSED : EV_RESET;
 	e->netns = netns;
 	e->reason = reason;
 	event_submit(e);
@@ -100,6 +107,6 @@ int BPF_PROG(kfree_skb_no_socket, struct sk_buff *skb, void *location, int reaso
 {
 	if (reason != bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_NO_SOCKET))
 		return 0;
-	no_socket(skb, 1 /* SK_RST_REASON_NO_SOCKET */, true);
+	no_socket(skb, RST_REASON_NO_SOCKET, true);
 	return 0;
 }

@@ -30,7 +30,7 @@ drainwatch_routing_lag_seconds_count{namespace="shop",workload="web",workload_ki
 `
 
 func TestMetricsRoutingLagHistogram(t *testing.T) {
-	m := NewMetrics(Options{})
+	m := newTestMetrics()
 	observeSequence(t, m)
 	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(wantHistograms), "drainwatch_routing_lag_seconds"); err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ var wantPhases = map[string]struct {
 }
 
 func TestMetricsPhaseHistograms(t *testing.T) {
-	m := NewMetrics(Options{})
+	m := newTestMetrics()
 	observeSequence(t, m)
 	mfs, err := m.Registry().Gather()
 	if err != nil {

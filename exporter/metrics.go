@@ -71,6 +71,11 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
 // correlator replaying its completed records) is not counted twice. It
 // reports whether t was counted. Incomplete terminations are ignored: their
 // counts may still change.
+//
+// The TTL runs from the termination's last mark, so a termination restored
+// from the daemon's store after a restart counts into series that continue
+// where they were, and one whose series had already expired is not counted
+// (re-creating its series would look like new losses).
 func (m *Metrics) ObserveTermination(t correlate.Termination) bool {
 	if !t.Complete || t.PodUID == "" {
 		return false
@@ -81,6 +86,12 @@ func (m *Metrics) ObserveTermination(t correlate.Termination) bool {
 		return false
 	}
 	now := m.now()
+	if end := lastTime(t); !end.IsZero() && end.Before(now) {
+		if !end.After(now.Add(-m.ttl)) {
+			return false
+		}
+		now = end
+	}
 	rev := rolloutLabels(t.Workload)
 	m.seen[t.PodUID] = rev
 	rs := m.revisions[rev]

@@ -16,6 +16,11 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
+// newTestMetrics has its clock a minute after the synthetic terminations.
+func newTestMetrics() *Metrics {
+	return NewMetrics(Options{Now: func() time.Time { return at(60) }})
+}
+
 func observeSequence(t *testing.T, m *Metrics) {
 	t.Helper()
 	counted := []bool{
@@ -56,7 +61,7 @@ drainwatch_terminations_total{namespace="shop",outcome="refused",revision="3",wo
 `
 
 func TestMetricsCountersAfterSequence(t *testing.T) {
-	m := NewMetrics(Options{})
+	m := newTestMetrics()
 	observeSequence(t, m)
 	err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(wantCounters),
 		"drainwatch_terminations_total", "drainwatch_connections_refused_after_sigterm_total",
@@ -67,7 +72,7 @@ func TestMetricsCountersAfterSequence(t *testing.T) {
 }
 
 func TestMetricsPromlintClean(t *testing.T) {
-	m := NewMetrics(Options{})
+	m := newTestMetrics()
 	observeSequence(t, m)
 	m.SetProbeAttached("tcp_send_reset", true)
 	m.CountKernelEvent(collector.EventRefused)
@@ -87,7 +92,9 @@ func TestMetricsPromlintClean(t *testing.T) {
 }
 
 func TestMetricsSeriesExpireAfterTTL(t *testing.T) {
-	c := &clock{t: at(100)}
+	// Observed at +40 s: the TTL runs from each termination's last mark
+	// (web: +32 s, the bare pod: +0.25 s).
+	c := &clock{t: at(40)}
 	m := NewMetrics(Options{SeriesTTL: time.Hour, Now: c.now})
 	observeSequence(t, m)
 	c.t = c.t.Add(59 * time.Minute)
@@ -108,9 +115,24 @@ func TestMetricsSeriesExpireAfterTTL(t *testing.T) {
 	if n := testutil.CollectAndCount(rolloutCollector{m}); n != 0 {
 		t.Fatalf("%d series left after expiry, want 0", n)
 	}
-	// Once expired, the UID is forgotten with its series.
+}
+
+// TestRestoredTerminations: after a daemon restart the store replays its
+// completed terminations. Those within the TTL continue their series; one
+// whose series had expired is not counted again.
+func TestRestoredTerminations(t *testing.T) {
+	c := &clock{t: at(3).Add(30 * time.Minute)}
+	m := NewMetrics(Options{SeriesTTL: time.Hour, Now: c.now})
 	if !m.ObserveTermination(naiveTermination()) {
-		t.Fatal("termination of an expired revision not counted into fresh series")
+		t.Fatal("a termination ended 30 min ago (within the TTL) was not counted")
+	}
+	c.t = at(32).Add(61 * time.Minute)
+	if m.ObserveTermination(killedTermination()) {
+		t.Fatal("a termination ended 61 min ago (beyond the TTL) was counted")
+	}
+	// The naive termination's series expire an hour after its last mark.
+	if n := m.Expire(nil); n != 1 {
+		t.Fatalf("expired %d revisions, want 1", n)
 	}
 }
 

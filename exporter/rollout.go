@@ -44,7 +44,9 @@ func (r *revisionState) add(t correlate.Termination, now time.Time) {
 	r.refused += uint64(max(t.Counts.RefusedAfterSigterm, 0))
 	r.killed += uint64(max(t.Counts.RequestsKilledBySigkill, 0))
 	r.acceptedNR += uint64(max(t.Counts.AcceptedAfterEndpointsNotReady, 0))
-	r.updated = now
+	if now.After(r.updated) {
+		r.updated = now
+	}
 }
 
 func (w *workloadState) add(t correlate.Termination, now time.Time) {
@@ -56,7 +58,9 @@ func (w *workloadState) add(t correlate.Termination, now time.Time) {
 	if lag, ok := t.RoutingLag(); ok {
 		w.routingLag.observe(lag.Seconds())
 	}
-	w.updated = now
+	if now.After(w.updated) {
+		w.updated = now
+	}
 }
 
 func workloadOf(rev [4]string) [3]string { return [3]string{rev[0], rev[1], rev[2]} }

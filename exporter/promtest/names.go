@@ -53,7 +53,7 @@ func MetricNames(expr string) []string {
 // exporter.Metrics after one termination, so no family is missing.
 func ExportedNames() (map[string]bool, error) {
 	m := exporter.NewMetrics(exporter.Options{})
-	t0 := time.Unix(0, 0)
+	t0 := time.Now()
 	m.ObserveTermination(correlate.Termination{PodUID: "u", Complete: true, Outcome: "clean", PodIP: netip.IPv4Unspecified(),
 		Workload: collector.Workload{Namespace: "n", Kind: "Deployment", Name: "w", Revision: "1"},
 		Marks: correlate.Marks{DeleteRequested: t0, Killing: t0, StopSignal: t0, ListenerClosed: t0,

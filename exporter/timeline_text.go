@@ -49,6 +49,9 @@ func writeTimeline(w *bufio.Writer, v TerminationView) {
 		c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.RefusedBeforeSigterm)
 	fmt.Fprintf(w, "  in flight at stop signal: %d  accepted after endpoint removal: %d  reset at exit: %d\n",
 		c.InflightAtStopSignal, c.AcceptedAfterEndpointsNotReady, c.ConnectionsResetAtExit)
+	if c := connectionsLine(t, origin); c != "" {
+		fmt.Fprintf(w, "  %s\n", c)
+	}
 	if d := durationLine(t); d != "" {
 		fmt.Fprintf(w, "  %s\n", d)
 	}
@@ -78,6 +81,40 @@ func markDetail(t correlate.Termination, mark string) string {
 		return fmt.Sprintf("exit code %d", t.ExitCode)
 	}
 	return ""
+}
+
+// connectionsLine summarises the connection attempts kept for the timeline
+// (bounded: the counts above are exact, this is what the page plots).
+func connectionsLine(t correlate.Termination, origin time.Time) string {
+	if len(t.Connections) == 0 {
+		return ""
+	}
+	accepted, refused := 0, 0
+	first, last := t.Connections[0].Time, t.Connections[0].Time
+	for _, c := range t.Connections {
+		if c.Refused {
+			refused++
+		} else {
+			accepted++
+		}
+		first, last = minTime(first, c.Time), maxTime(last, c.Time)
+	}
+	return fmt.Sprintf("connection attempts plotted: %d accepted, %d refused, from %+.3fs to %+.3fs",
+		accepted, refused, first.Sub(origin).Seconds(), last.Sub(origin).Seconds())
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // durationOrder is the order the derived durations are printed in.

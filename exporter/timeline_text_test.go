@@ -18,6 +18,7 @@ const wantNaiveTimeline = `shop/web-6d4f-a  Deployment web revision 3  node node
      +3.000s  pod_gone
   refused after SIGTERM: 44  killed by SIGKILL: 0  refused before SIGTERM: 0
   in flight at stop signal: 0  accepted after endpoint removal: 3  reset at exit: 0
+  connection attempts plotted: 2 accepted, 2 refused, from +0.050s to +1.250s
   routing_lag_observed 1.000s  listener_close_delay 0.125s  prestop_duration 0.000s  drain_duration 2.500s  grace_used 2.500s
   diagnosis no_drain_delay: 44 connections refused after SIGTERM: the listener closed 0.125 s after the stop signal, routing took 1.000 s
     fix: set preStop sleep ≥ 2 s: routing took 1.0 s

@@ -77,7 +77,9 @@ func (w *podWorker) run(ctx context.Context) {
 	for {
 		select {
 		case p := <-w.updates:
+			w.mu.Lock()
 			w.pod = p
+			w.mu.Unlock()
 			if p.DeletionTimestamp != nil {
 				w.terminate(ctx, GracePeriod(p), true)
 				return

@@ -117,6 +117,9 @@ func TestHealthAndReadiness(t *testing.T) {
 	if code, _ := get(t, ready.URL+"/readyz"); code != 200 {
 		t.Errorf("readyz when ready: %d", code)
 	}
+	if code, body := get(t, ready.URL+"/"); code != 200 || !strings.Contains(body, "pod terminations on this node") {
+		t.Errorf("/ does not lead to the timeline page: %d", code)
+	}
 	if code, body := get(t, ready.URL+"/metrics"); code != 200 || !strings.Contains(body, "drainwatch_build_info") {
 		t.Errorf("metrics: %d", code)
 	}

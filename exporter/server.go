@@ -52,6 +52,8 @@ func NewServer(cfg ServerConfig) *Server {
 	s.mux.HandleFunc("GET /ui", s.timelinePage)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	s.mux.HandleFunc("GET /readyz", s.readyz)
+	// A relative redirect, so that it also works through the pod proxy.
+	s.mux.Handle("GET /{$}", http.RedirectHandler("ui", http.StatusFound))
 	return s
 }
 

@@ -98,6 +98,12 @@ func (ns *NS) Close() error {
 // RemoveAll deletes every namespace whose name starts with Prefix+match: the
 // sweep after a crashed run. It returns the names it removed.
 func RemoveAll(match string) ([]string, error) {
+	return RemoveIf(func(name string) bool { return strings.HasPrefix(name, Prefix+match) })
+}
+
+// RemoveIf deletes every namespace under /run/netns whose full name
+// (Prefix included) satisfies match, and returns the names it removed.
+func RemoveIf(match func(name string) bool) ([]string, error) {
 	entries, err := os.ReadDir(NetnsDir)
 	if os.IsNotExist(err) {
 		return nil, nil
@@ -107,7 +113,7 @@ func RemoveAll(match string) ([]string, error) {
 	}
 	var removed []string
 	for _, e := range entries {
-		if !strings.HasPrefix(e.Name(), Prefix+match) {
+		if !strings.HasPrefix(e.Name(), Prefix) || !match(e.Name()) {
 			continue
 		}
 		if err := (&NS{name: e.Name()}).Close(); err != nil {

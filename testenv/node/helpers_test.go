@@ -23,7 +23,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-func TestMain(m *testing.M) { cptest.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(helperAgent())
+	}
+	cptest.Main(m)
+}
 
 var dwserver struct {
 	once sync.Once

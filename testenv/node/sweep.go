@@ -5,17 +5,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/drainwatch/drainwatch/testenv/netlab"
 )
 
-// Namespace names: netlab.Prefix + "node-<node>-<random>" for a node and
-// netlab.Prefix + "pod-<node>-<pod>-<random>" for its pods, so a sweep can
-// find everything a node made.
+// Namespace names: netlab.Prefix + "node-<node>-<6 hex>" for a node and
+// netlab.Prefix + "pod-<node>_<pod>-<6 hex>" for its pods. Node and pod
+// names never contain "_", so a sweep finds exactly one node's namespaces
+// (node "a" does not sweep node "a-b").
 func nodeNSName(node string) string     { return "node-" + node }
-func podNSName(node, pod string) string { return "pod-" + node + "-" + pod }
+func podNSName(node, pod string) string { return "pod-" + node + "_" + pod }
 
 // Sweep removes what an agent for the node named node left behind when its
 // process died without Stop (SIGKILL, crash): the node's and its pods'
@@ -23,13 +25,13 @@ func podNSName(node, pod string) string { return "pod-" + node + "-" + pod }
 // processes are not looked for: PR_SET_PDEATHSIG killed them with the agent.
 // Do not sweep a node whose agent is running.
 func Sweep(node string) ([]string, error) {
-	var removed []string
-	for _, match := range []string{nodeNSName(node) + "-", podNSName(node, "")} {
-		names, err := netlab.RemoveAll(match)
-		removed = append(removed, names...)
-		if err != nil {
-			return removed, err
-		}
+	nodeNS := regexp.MustCompile("^" + regexp.QuoteMeta(netlab.Prefix+nodeNSName(node)) + "-[0-9a-f]{6}$")
+	podPrefix := netlab.Prefix + podNSName(node, "")
+	removed, err := netlab.RemoveIf(func(name string) bool {
+		return nodeNS.MatchString(name) || strings.HasPrefix(name, podPrefix)
+	})
+	if err != nil {
+		return removed, err
 	}
 	root, err := Cgroup2Mount()
 	if err != nil {

@@ -1,0 +1,120 @@
+package node_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
+	"github.com/drainwatch/drainwatch/testenv/node"
+	"github.com/drainwatch/drainwatch/testenv/workload"
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// helperEnv makes the test binary a bare node agent (see helperAgent).
+const helperEnv = "DW_NODE_HELPER"
+
+// helperAgent runs one agent named by $DW_NODE_HELPER against the API
+// server of $KUBECONFIG, prints READY and blocks until it is killed.
+func helperAgent() int {
+	log := zerolog.New(os.Stderr)
+	rc, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		log.Error().Err(err).Msg("helper kubeconfig")
+		return 1
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		log.Error().Err(err).Msg("helper client")
+		return 1
+	}
+	_, err = node.Start(context.Background(), node.Config{Name: os.Getenv(helperEnv), Index: 0, Client: client,
+		Images: map[string]string{workload.ImageName: os.Getenv("DW_SERVER")}, Logger: log})
+	if err != nil {
+		log.Error().Err(err).Msg("helper agent")
+		return 1
+	}
+	fmt.Println("READY")
+	select {}
+}
+
+// TestAgentDeathKillsContainers: when the agent's process is SIGKILLed
+// (no cleanup runs), its containers die with it (PR_SET_PDEATHSIG), and
+// Sweep removes the namespaces it left.
+func TestAgentDeathKillsContainers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l := newLab(t, ctx, "t-death-api") // for the namespace, client and dwserver build
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	cmd.Env = append(os.Environ(), helperEnv+"=t-death", "KUBECONFIG="+cptest.Get(t).Kubeconfig, "DW_SERVER="+dwserver.path)
+	cmd.Stderr = os.Stderr
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "READY\n" {
+		t.Fatalf("helper agent said %q", line)
+	}
+	pod := l.serverPod("orphan", "ignore-term", 30, nil)
+	pod.Spec.NodeName = "t-death"
+	created, h := l.create(t, ctx, pod)
+	ready := h.until(t, ctx, "Ready", podReady)
+	id := strings.TrimPrefix(ready.Status.ContainerStatuses[0].ContainerID, "containerd://")
+	root, _ := node.Cgroup2Mount()
+	scope := filepath.Join(root, node.ContainerScope(corev1.PodQOSBestEffort, created.UID, id))
+	pids := cgroupPIDs(t, scope)
+	if len(pids) != 2 { // the shell (PID 1) and the server under it
+		t.Fatalf("container cgroup holds %v, want the shell and the server", pids)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	for i := 0; i < 50 && len(cgroupPIDs(t, scope)) > 0; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := cgroupPIDs(t, scope); len(left) > 0 {
+		t.Fatalf("processes %v survived their agent", left)
+	}
+	removed, err := node.Sweep("t-death")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 2 { // the node's and the pod's namespaces
+		t.Fatalf("Sweep removed %v, want the node and pod namespaces", removed)
+	}
+	slice := filepath.Dir(scope)
+	leftovers, _ := filepath.Glob(filepath.Join(slice, "*.scope"))
+	for _, p := range append(leftovers, slice) {
+		if err := os.Remove(p); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func cgroupPIDs(t *testing.T, cg string) []int {
+	t.Helper()
+	f, err := os.Open(filepath.Join(cg, "cgroup.procs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var pids []int
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if n, err := strconv.Atoi(sc.Text()); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}

@@ -139,8 +139,9 @@ func (k *Kube) Run(ctx context.Context) error {
 	return nil
 }
 
-// Synced reports whether the node's pods have been listed: until then the
-// daemon may not know every pod of the node.
+// Synced reports whether the node's pods have been listed and every one of
+// them sent to the sink: a pod the daemon knew before a restart and that
+// was not sent by then is gone from the API.
 func (k *Kube) Synced() bool { return k.synced.Load() }
 
 // Stats returns the watch events received so far.

@@ -35,13 +35,16 @@ func (w *podWatch) start(ctx context.Context) error {
 	if err := inf.SetTransform(shrinkPodObject); err != nil {
 		return fmt.Errorf("setting pod transform: %w", err)
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: w.onAdd, UpdateFunc: w.onUpdate, DeleteFunc: w.onDelete,
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("adding pod handler: %w", err)
 	}
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+	// The registration is synced once the first list has been handed to
+	// the sink: Synced then means "every pod of the node was sent".
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
 		return fmt.Errorf("listing pods of node %s did not complete: check the API server address and that the service account may list/watch pods", w.k.cfg.NodeName)
 	}
 	w.k.cfg.Log.Info().Str("node", w.k.cfg.NodeName).Int("pods", len(inf.GetStore().ListKeys())).Msg("pod watch synced")

@@ -38,6 +38,8 @@ type Daemon struct {
 
 	completed []correlate.Termination // since the last checkpoint
 	counters  loopCounters
+	// relist reconciles the previous run's pods with the first pod list.
+	relist relist
 }
 
 // New checks the configuration; Run starts everything.
@@ -147,6 +149,7 @@ func (d *Daemon) restore(cp Checkpoint) error {
 	if err := d.corr.Restore(cp.Correlator); err != nil {
 		return fmt.Errorf("restoring correlator state: %w", err)
 	}
+	d.relist.restored(cp.Correlator)
 	now := d.cfg.Now()
 	d.scopes.restore(cp.Scopes, now)
 	// Everything up to the watermark was counted and saved; later events

@@ -57,7 +57,10 @@ func (d *Daemon) loop(ctx context.Context, kubeErr, srvErr <-chan error) error {
 
 func (d *Daemon) handleAPI(ev apiEvent) {
 	switch {
+	case ev.listed:
+		d.podsGoneWhileDown()
 	case ev.pod != nil:
+		d.relist.seen(ev.pod.Pod.UID)
 		d.corr.Pod(*ev.pod)
 		d.scopes.podUpdate(ev.pod.Pod, d.cfg.Now())
 	case ev.deleted != nil:
@@ -74,6 +77,7 @@ func (d *Daemon) handleAPI(ev apiEvent) {
 // events and publishes the API view.
 func (d *Daemon) tick(now time.Time) {
 	d.accountLost(now)
+	d.relist.poll(d.kube, d.api)
 	for _, t := range d.corr.Tick(now) {
 		d.finished(t)
 	}

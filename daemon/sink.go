@@ -8,6 +8,9 @@ type apiEvent struct {
 	deleted  *collector.PodDeleted
 	kubelet  *collector.KubeletEvent
 	endpoint *collector.EndpointUpdate
+	// listed marks the end of the first pod list: every pod of the node
+	// was sent before it.
+	listed bool
 }
 
 // apiSink funnels the informers' callbacks, which run on several

@@ -1,12 +1,14 @@
 package e2e_test
 
 import (
+	"fmt"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/testenv/client"
+	"github.com/drainwatch/drainwatch/testenv/router"
 )
 
 // dumpRefused logs, on a count mismatch, the refusals drainwatch saw and
@@ -28,4 +30,22 @@ func dumpRefused(t *testing.T, got correlate.Termination, stop time.Time, reqs .
 	sort.Float64s(ks)
 	sort.Float64s(cs)
 	t.Logf("kernel refused %v\nclient refused %v\nmarks %+v", ks, cs, got.Marks)
+}
+
+// dumpRouter logs, on a mismatch, the router's refusals to addr and the
+// termination's refusals, relative to its stop signal.
+func dumpRouter(t *testing.T, got correlate.Termination, r *router.Router, addr string) {
+	stop := got.Marks.StopSignal
+	var rs, ks []string
+	for _, cn := range r.Conns() {
+		if cn.Backend == addr && cn.Outcome == router.Refused {
+			rs = append(rs, fmt.Sprintf("%.3f", cn.Accepted.Sub(stop).Seconds()))
+		}
+	}
+	for _, c := range got.Connections {
+		if c.Refused {
+			ks = append(ks, fmt.Sprintf("%.3f", c.Time.Sub(stop).Seconds()))
+		}
+	}
+	t.Logf("%s (%s): router refused at %v\nkernel refused at %v\nmarks %+v", got.Pod, addr, rs, ks, got.Marks)
 }

@@ -22,7 +22,7 @@ import (
 
 // nodeDaemon is one node's drainwatch, run in-process.
 type nodeDaemon struct {
-	node string
+	node, stateDir string
 	*daemon.Daemon
 	stop func()
 }
@@ -61,7 +61,7 @@ func startDaemon(t *testing.T, rc *rest.Config, node, stateDir string) *nodeDaem
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	nd := &nodeDaemon{node: node, Daemon: d}
+	nd := &nodeDaemon{node: node, stateDir: stateDir, Daemon: d}
 	stopped := false
 	nd.stop = func() {
 		if !stopped {
@@ -133,6 +133,26 @@ func refusedTo(target string, reqs ...[]client.Request) int {
 		for _, r := range rs {
 			if r.Target == target && r.Outcome == client.Refused {
 				n++
+			}
+		}
+	}
+	return n
+}
+
+// corev1Pod shortens signatures.
+type corev1Pod = corev1.Pod
+
+// terminationsTotal sums drainwatch_terminations_total over its series.
+func terminationsTotal(d *nodeDaemon) float64 {
+	mfs, err := d.Metrics().Registry().Gather()
+	if err != nil {
+		return -1
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() == "drainwatch_terminations_total" {
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
 			}
 		}
 	}

@@ -124,3 +124,14 @@ func TestHealthAndReadiness(t *testing.T) {
 		t.Errorf("metrics: %d", code)
 	}
 }
+
+func TestServerWithoutSource(t *testing.T) {
+	ts := httptest.NewServer(NewServer(ServerConfig{Log: zerolog.Nop()}).Handler())
+	defer ts.Close()
+	if code, body := get(t, ts.URL+"/api/v1/terminations"); code != 200 || !strings.Contains(body, `"terminations": []`) {
+		t.Errorf("%d %s", code, body)
+	}
+	if code, _ := get(t, ts.URL+"/metrics"); code != 404 {
+		t.Errorf("/metrics without Metrics: %d, want 404", code)
+	}
+}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+
+	"github.com/drainwatch/drainwatch/correlate"
 )
 
 // ServerConfig wires the daemon's HTTP server.
@@ -43,6 +45,9 @@ func NewServer(cfg ServerConfig) *Server {
 	}
 	if s.ready == nil {
 		s.ready = func() error { return nil }
+	}
+	if s.source == nil {
+		s.source = noTerminations{}
 	}
 	if s.metrics != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.Registry(), promhttp.HandlerOpts{ErrorLog: promLogger{s.log}}))
@@ -103,3 +108,10 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 type promLogger struct{ log zerolog.Logger }
 
 func (p promLogger) Println(v ...any) { p.log.Error().Msg(fmt.Sprint(v...)) }
+
+// noTerminations is the source of a server configured without one.
+type noTerminations struct{}
+
+func (noTerminations) Terminations() []correlate.Termination { return nil }
+
+func (noTerminations) Get(string) (correlate.Termination, bool) { return correlate.Termination{}, false }

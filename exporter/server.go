@@ -114,4 +114,6 @@ type noTerminations struct{}
 
 func (noTerminations) Terminations() []correlate.Termination { return nil }
 
-func (noTerminations) Get(string) (correlate.Termination, bool) { return correlate.Termination{}, false }
+func (noTerminations) Get(string) (correlate.Termination, bool) {
+	return correlate.Termination{}, false
+}

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -135,7 +137,8 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 }
 
 // Stop stops the node agents (killing their pods and removing namespaces and
-// cgroups), the fabric, and the control plane if the cluster started it.
+// cgroups), deletes their Node objects, stops the fabric, and the control
+// plane if the cluster started it.
 func (c *Cluster) Stop() error {
 	c.cancel()
 	for _, a := range c.Nodes {
@@ -143,6 +146,9 @@ func (c *Cluster) Stop() error {
 	}
 	c.Nodes = nil
 	var errs []error
+	if !c.ownsCP && c.CP != nil {
+		errs = append(errs, c.deleteNodes())
+	}
 	if c.Fabric != nil {
 		errs = append(errs, c.Fabric.Close())
 		c.Fabric = nil
@@ -166,3 +172,17 @@ func (c *Cluster) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 var _ client.DialFunc = (*Cluster)(nil).Dial
+
+// deleteNodes removes the stopped nodes from a shared control plane. Nothing
+// else would: without the node-lifecycle controller a Node whose agent is gone
+// stays Ready, and the scheduler would keep binding pods to it.
+func (c *Cluster) deleteNodes() error {
+	var errs []error
+	for _, n := range c.NodeNames {
+		err := c.Client.CoreV1().Nodes().Delete(context.Background(), n, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting node %s: %w", n, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -45,6 +45,11 @@ func checkCapabilities() error {
 	if err != nil {
 		return err
 	}
+	return capsSuffice(eff)
+}
+
+// capsSuffice says which capabilities are missing, if any.
+func capsSuffice(eff uint64) error {
 	has := func(c uint) bool { return eff&(1<<c) != 0 }
 	if has(capSysAdmin) || (has(capBPF) && has(capPerfmon)) {
 		return nil

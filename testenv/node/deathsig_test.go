@@ -74,6 +74,10 @@ func TestAgentDeathKillsContainers(t *testing.T) {
 	id := strings.TrimPrefix(ready.Status.ContainerStatuses[0].ContainerID, "containerd://")
 	root, _ := node.Cgroup2Mount()
 	scope := filepath.Join(root, node.ContainerScope(corev1.PodQOSBestEffort, created.UID, id))
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // cleanups run last-in first-out: the agent must be dead first
+		removeSlice(t, filepath.Dir(scope))
+	})
 	pids := cgroupPIDs(t, scope)
 	if len(pids) != 2 { // the shell (PID 1) and the server under it
 		t.Fatalf("container cgroup holds %v, want the shell and the server", pids)
@@ -93,10 +97,18 @@ func TestAgentDeathKillsContainers(t *testing.T) {
 	if len(removed) != 2 { // the node's and the pod's namespaces
 		t.Fatalf("Sweep removed %v, want the node and pod namespaces", removed)
 	}
-	slice := filepath.Dir(scope)
+}
+
+// removeSlice removes a dead agent's pod slice and its scopes (what
+// Sweep leaves for a minute), and its namespaces if the test stopped early.
+func removeSlice(t *testing.T, slice string) {
+	for i := 0; i < 50 && populated(slice); i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, _ = node.Sweep("t-death")
 	leftovers, _ := filepath.Glob(filepath.Join(slice, "*.scope"))
 	for _, p := range append(leftovers, slice) {
-		if err := os.Remove(p); err != nil {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 			t.Error(err)
 		}
 	}
@@ -117,4 +129,9 @@ func cgroupPIDs(t *testing.T, cg string) []int {
 		}
 	}
 	return pids
+}
+
+func populated(cg string) bool {
+	b, _ := os.ReadFile(filepath.Join(cg, "cgroup.events"))
+	return strings.Contains(string(b), "populated 1")
 }

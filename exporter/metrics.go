@@ -82,31 +82,46 @@ func (m *Metrics) ObserveTermination(t correlate.Termination) bool {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, dup := m.seen[t.PodUID]; dup {
+	at, ok := m.countable(t)
+	if !ok {
 		return false
-	}
-	now := m.now()
-	if end := lastTime(t); !end.IsZero() && end.Before(now) {
-		if !end.After(now.Add(-m.ttl)) {
-			return false
-		}
-		now = end
 	}
 	rev := rolloutLabels(t.Workload)
 	m.seen[t.PodUID] = rev
+	rs, ws := m.states(rev)
+	rs.add(t, at)
+	ws.add(t, at)
+	return true
+}
+
+// countable says whether t is to be counted (not yet counted, not older
+// than the TTL) and from when its series' TTL runs: its last mark.
+func (m *Metrics) countable(t correlate.Termination) (time.Time, bool) {
+	if _, dup := m.seen[t.PodUID]; dup {
+		return time.Time{}, false
+	}
+	now := m.now()
+	end := lastTime(t)
+	if end.IsZero() || end.After(now) {
+		return now, true
+	}
+	return end, end.After(now.Add(-m.ttl))
+}
+
+// states returns (creating them) the revision's and its workload's states.
+func (m *Metrics) states(rev [4]string) (*revisionState, *workloadState) {
 	rs := m.revisions[rev]
 	if rs == nil {
 		rs = newRevisionState(rev)
 		m.revisions[rev] = rs
 	}
-	rs.add(t, now)
-	ws := m.workloads[workloadOf(rev)]
+	wk := workloadOf(rev)
+	ws := m.workloads[wk]
 	if ws == nil {
-		ws = newWorkloadState(workloadOf(rev))
-		m.workloads[workloadOf(rev)] = ws
+		ws = newWorkloadState(wk)
+		m.workloads[wk] = ws
 	}
-	ws.add(t, now)
-	return true
+	return rs, ws
 }
 
 // Expire drops the series of revisions not updated for the TTL, except those
@@ -121,16 +136,7 @@ func (m *Metrics) Expire(pending []collector.Workload) int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	keep := make(map[[4]string]bool, len(pending))
-	for _, w := range pending {
-		key := rolloutLabels(w)
-		keep[key] = true
-		if m.revisions[key] == nil {
-			rs := newRevisionState(key)
-			rs.updated = now
-			m.revisions[key] = rs
-		}
-	}
+	keep := m.ensurePending(pending, now)
 	cutoff := now.Add(-m.ttl)
 	live := map[[3]string]bool{}
 	dropped := 0
@@ -144,6 +150,22 @@ func (m *Metrics) Expire(pending []collector.Workload) int {
 	}
 	m.expireWorkloads(live, cutoff)
 	return dropped
+}
+
+// ensurePending creates the missing series of pending revisions, at zero,
+// and returns the set of pending revisions.
+func (m *Metrics) ensurePending(pending []collector.Workload, now time.Time) map[[4]string]bool {
+	keep := make(map[[4]string]bool, len(pending))
+	for _, w := range pending {
+		key := rolloutLabels(w)
+		keep[key] = true
+		if m.revisions[key] == nil {
+			rs := newRevisionState(key)
+			rs.updated = now
+			m.revisions[key] = rs
+		}
+	}
+	return keep
 }
 
 // expireWorkloads drops the histograms of workloads without live revisions

@@ -139,7 +139,7 @@ func screenshot(t *testing.T, url string, w, h int) image.Image {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
 		"--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
-		"--disable-sync", "--hide-scrollbars", "--force-device-scale-factor=1", "--force-color-profile=srgb",
+		"--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1", "--force-color-profile=srgb",
 		"--user-data-dir="+filepath.Join(dir, "profile"), "--screenshot="+file,
 		fmt.Sprintf("--window-size=%d,%d", w, h), url)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -1,0 +1,88 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// WriteResults fills the results directory: summary.json (the table),
+// table.txt, per scenario its timelines (JSON and text) and client records,
+// each daemon's /metrics, and the /ui page of each daemon that reported a
+// scenario's terminations (screenshots).
+func (l *Lab) WriteResults(ctx context.Context, results []Result) error {
+	out := l.cfg.Out
+	errs := []error{writeJSON(out, "summary.json", results),
+		os.WriteFile(filepath.Join(out, "table.txt"), []byte(Table(results)), 0o644)}
+	for _, run := range l.runs {
+		errs = append(errs, l.writeRun(run))
+	}
+	errs = append(errs, l.writeMetrics(ctx))
+	if l.cfg.Screenshots {
+		errs = append(errs, l.writeScreenshots(ctx))
+	}
+	l.progress.Step("results written to %s", out)
+	return errors.Join(errs...)
+}
+
+func (l *Lab) writeRun(run scenarioRun) error {
+	name := fileName(run.Name)
+	dir := filepath.Join(l.cfg.Out, "timelines")
+	errs := []error{writeJSON(dir, name+".json", run.Timelines), writeJSON(filepath.Join(l.cfg.Out, "clients"), name+".json", run.ClientLogs)}
+	errs = append(errs, os.WriteFile(filepath.Join(dir, name+".txt"), []byte(timelineText(run.Timelines)), 0o644))
+	return errors.Join(errs...)
+}
+
+// writeMetrics saves each daemon's /metrics text.
+func (l *Lab) writeMetrics(ctx context.Context) error {
+	dir := filepath.Join(l.cfg.Out, "metrics")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	var errs []error
+	for _, d := range l.Daemons {
+		var b bytes.Buffer
+		if _, err := httpGet(ctx, d.URL+"/metrics", &b); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, os.WriteFile(filepath.Join(dir, d.Node+".txt"), b.Bytes(), 0o644))
+	}
+	return errors.Join(errs...)
+}
+
+// writeScreenshots renders, for each scenario, the /ui page of every daemon
+// that reported one of its terminations.
+func (l *Lab) writeScreenshots(ctx context.Context) error {
+	var errs []error
+	for _, run := range l.runs {
+		perNode := map[string]int{}
+		for _, v := range run.Timelines {
+			perNode[v.Node]++
+		}
+		for _, d := range l.Daemons {
+			n := perNode[d.Node]
+			if n == 0 {
+				continue
+			}
+			file := filepath.Join(l.cfg.Out, "screenshots", fileName(run.Name)+"-"+d.Node+".png")
+			u := d.URL + "/ui?namespace=" + url.QueryEscape(run.Namespace)
+			if err := Screenshot(ctx, u, file, 1000, pageHeight(n)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			l.progress.Step("screenshot of %s → %s", u, file)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// fileName turns a scenario name into a file name.
+func fileName(name string) string {
+	return strings.NewReplacer("/", "_", " ", "_", "(", "", ")", "").Replace(name)
+}

@@ -1,0 +1,97 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/drainwatch/drainwatch/testenv/client"
+	"github.com/drainwatch/drainwatch/testenv/cluster"
+	"github.com/drainwatch/drainwatch/testenv/workload"
+)
+
+// inflightSlow is how many /slow requests are in flight when SIGKILL comes.
+const inflightSlow = 3
+
+// ignoreTermScenario: a shell as PID 1 ignores SIGTERM (grace 3 s); three
+// /slow requests (20 s) are in flight and /work arrives every 100 ms for 4 s
+// after the delete, so SIGKILL cuts the slow ones and the requests after it
+// meet a dead pod.
+func ignoreTermScenario(ctx context.Context, l *Lab) ([]Result, error) {
+	const name, ns = "ignore-term", "lab-ignore-term"
+	dep := cluster.ServerDeployment(ns, "web", workload.ModeIgnoreTerm, 1)
+	dep.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](3)
+	pods, err := l.deploy(ctx, dep)
+	if err != nil {
+		return nil, errorf("deploying", err)
+	}
+	pod := &pods[0]
+	addr := cluster.PodAddr(pod, cluster.ServerPort)
+	l.progress.Step("%s: pod %s on %s: %d × /slow?ms=20000 in flight, delete (grace 3 s), /work every 100 ms for 4 s",
+		name, pod.Name, pod.Spec.NodeName, inflightSlow)
+	slow, work, err := slowThenDelete(ctx, l, pod, addr)
+	if err != nil {
+		return nil, err
+	}
+	agent, err := l.Cluster.WaitTerminated(ctx, pod.UID)
+	if err != nil {
+		return nil, errorf("node agent", err)
+	}
+	vs, err := l.WaitComplete(ctx, ns, string(pod.UID))
+	if err != nil {
+		return nil, err
+	}
+	l.progress.Block(sideBySide("clients", fmt.Sprintf("/slow: %s\n/work: %s\nSIGKILL %.3fs after the stop signal\nexit code %d",
+		client.Summarize(slow), client.Summarize(work), agent.SIGKILLAt.Sub(agent.StopSignalAt).Seconds(), agent.ExitCode),
+		"drainwatch timeline", timelineText(vs), 44))
+	l.record(name, ns, vs, map[string][]client.Request{"slow": slow, "work": work})
+	c := vs[0].Counts
+	return []Result{{Name: name, Source: "api", Diagnoses: diagnosisCodes(vs...),
+		ClientRefused: refusedTo(addr, slow, work), DrainwatchRefused: c.RefusedAfterSigterm,
+		ClientKilled: killedBy(addr, agent.SIGKILLAt, slow, work), DrainwatchKilled: c.RequestsKilledBySigkill,
+		Note: fmt.Sprintf("/slow %s; /work %s; exit code %d", client.Summarize(slow), client.Summarize(work), agent.ExitCode)}}, nil
+}
+
+// slowThenDelete starts the /slow requests, lets the server take them,
+// deletes the pod and sends /work meanwhile.
+func slowThenDelete(ctx context.Context, l *Lab, pod *corev1.Pod, addr string) (slow, work []client.Request, err error) {
+	var wg sync.WaitGroup
+	slow = make([]client.Request, inflightSlow)
+	for i := range slow {
+		sent := make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slow[i] = client.Get(ctx, l.Cluster.Dial, addr, "/slow?ms=20000", 30*time.Second, sent)
+		}()
+		<-sent
+	}
+	time.Sleep(200 * time.Millisecond) // being handled, not just queued
+	if err := l.Cluster.DeletePod(ctx, pod.Namespace, pod.Name); err != nil {
+		wg.Wait()
+		return nil, nil, err
+	}
+	load := client.Load{Dial: l.Cluster.Dial, Target: addr, Path: "/work", Interval: 100 * time.Millisecond,
+		Count: 40, Duration: 4 * time.Second, Timeout: 2 * time.Second}
+	work, err = load.Run(ctx)
+	wg.Wait()
+	return slow, work, err
+}
+
+// prestopFailsScenario: a preStop exec of a binary that does not exist
+// fails (FailedPreStopHook); the stop signal follows at once and the server
+// (protocol, no drain delay) closes its listener under the seeds' load.
+func prestopFailsScenario(ctx context.Context, l *Lab) ([]Result, error) {
+	dep := cluster.ServerDeployment("lab-prestop-fails", "web", workload.ModeProtocol, 1, "--drain-delay=0s")
+	dep.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
+		Exec: &corev1.ExecAction{Command: []string{"/nonexistent/drain"}}}}
+	r, err := l.seedsOn(ctx, "prestop-fails", dep)
+	if err != nil {
+		return nil, err
+	}
+	return []Result{r}, nil
+}

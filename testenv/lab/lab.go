@@ -1,0 +1,158 @@
+// Package lab is drainwatch's lab: a two-node testenv cluster (real control
+// plane, node agents, the real kernel), the real `drainwatch run` binary per
+// node, a real Prometheus scraping them, and the scenarios of issue 6 — the
+// seeds' experiment, a rolling update behind a lagging router before and
+// after a preStop sleep, a PID 1 that ignores SIGTERM, a failing preStop —
+// each comparing what ground-truth clients saw with what drainwatch
+// reported. `make lab` (testenv/cmd/lab) and this package's test share it.
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/drainwatch/drainwatch/exporter"
+	"github.com/drainwatch/drainwatch/testenv/cluster"
+	"github.com/drainwatch/drainwatch/testenv/controlplane"
+	"github.com/drainwatch/drainwatch/testenv/node"
+)
+
+// Config configures a lab run.
+type Config struct {
+	Out        string // results directory, created
+	Drainwatch string // the drainwatch binary (make build: bin/drainwatch)
+	// ControlPlane reuses a running control plane (tests share cptest's);
+	// nil starts one and stops it at the end.
+	ControlPlane *controlplane.ControlPlane
+	NodePrefix   string // node names <prefix>1, <prefix>2; "lab-" when empty
+	Progress     *Progress
+	Log          zerolog.Logger // testenv's own logs (warnings)
+	// Scenarios selects scenarios by name prefix ("seeds", "rollout",
+	// "ignore-term", "prestop-fails"); empty runs them all.
+	Scenarios   []string
+	Screenshots bool // the /ui pages, with headless chromium
+}
+
+// Lab is a running lab.
+type Lab struct {
+	cfg        Config
+	Cluster    *cluster.Cluster
+	Daemons    []*Daemon
+	Prom       *Prometheus
+	progress   *Progress
+	clusterDir string
+	// runs are the scenarios' records, in run order, for the artifacts.
+	runs []scenarioRun
+}
+
+// scenarioRun is what a scenario leaves for the results directory.
+type scenarioRun struct {
+	Name       string
+	Namespace  string
+	Timelines  []exporter.TerminationView
+	ClientLogs any
+}
+
+// Start brings up the cluster, one drainwatch per node and Prometheus.
+func Start(ctx context.Context, cfg Config) (*Lab, error) {
+	if cfg.NodePrefix == "" {
+		cfg.NodePrefix = "lab-"
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = NewProgress(nil)
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("creating results directory: %w", err)
+	}
+	l := &Lab{cfg: cfg, progress: cfg.Progress}
+	if err := l.start(ctx); err != nil {
+		return nil, errors.Join(err, l.Stop())
+	}
+	return l, nil
+}
+
+func (l *Lab) start(ctx context.Context) error {
+	var err error
+	if l.clusterDir, err = os.MkdirTemp("", "drainwatch-lab-"); err != nil {
+		return fmt.Errorf("cluster state directory: %w", err)
+	}
+	l.progress.Step("starting testenv: control plane and 2 nodes (state in %s)", l.clusterDir)
+	l.Cluster, err = cluster.Start(ctx, cluster.Options{Nodes: 2, NodePrefix: l.cfg.NodePrefix,
+		ControlPlane: l.cfg.ControlPlane, Log: l.cfg.Log, Dir: l.clusterDir})
+	if err != nil {
+		return fmt.Errorf("starting testenv: %w", err)
+	}
+	l.progress.Step("testenv up: nodes %v, KUBECONFIG=%s", l.Cluster.NodeNames, l.Cluster.Kubeconfig)
+	if err := l.startDaemons(ctx); err != nil {
+		return err
+	}
+	return l.startPrometheus(ctx)
+}
+
+func (l *Lab) startDaemons(ctx context.Context) error {
+	root, err := node.Cgroup2Mount()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(l.cfg.Out, "daemons")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	for _, name := range l.Cluster.NodeNames {
+		d, err := StartDaemon(ctx, daemonSpec{Bin: l.cfg.Drainwatch, Node: name, Kubeconfig: l.Cluster.Kubeconfig,
+			CgroupRoot: root, Dir: dir})
+		if err != nil {
+			return err
+		}
+		l.Daemons = append(l.Daemons, d)
+		l.progress.Step("drainwatch run --node-name=%s: ready at %s (log %s)", name, d.URL, d.Log)
+	}
+	return nil
+}
+
+func (l *Lab) startPrometheus(ctx context.Context) error {
+	dir := filepath.Join(l.cfg.Out, "prometheus")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	targets := make([]string, len(l.Daemons))
+	for i, d := range l.Daemons {
+		targets[i] = d.URL[len("http://"):]
+	}
+	var err error
+	if l.Prom, err = StartPrometheus(ctx, dir, targets); err != nil {
+		return err
+	}
+	up := fmt.Sprintf(`sum(up{job="drainwatch"}) == %d`, len(targets))
+	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := l.Prom.QueryWhen(qctx, up, nonEmpty); err != nil {
+		return fmt.Errorf("prometheus never scraped both daemons: %w (log %s)", err, l.Prom.Log)
+	}
+	l.progress.Step("prometheus at %s scrapes both daemons every second", l.Prom.URL)
+	return nil
+}
+
+// Stop stops Prometheus, the daemons (their exit errors are returned) and
+// the cluster, and removes the cluster's state directory.
+func (l *Lab) Stop() error {
+	var errs []error
+	if l.Prom != nil {
+		l.Prom.Stop()
+	}
+	errs = append(errs, stopAll(l.Daemons))
+	if l.Cluster != nil {
+		errs = append(errs, l.Cluster.Stop())
+	}
+	if l.clusterDir != "" {
+		errs = append(errs, os.RemoveAll(l.clusterDir))
+	}
+	l.progress.Step("lab stopped: cluster, daemons and prometheus are gone")
+	return errors.Join(errs...)
+}

@@ -1,0 +1,80 @@
+package lab
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+)
+
+// Result is one row of the final table and one element of summary.json:
+// what the clients saw next to what drainwatch reported.
+type Result struct {
+	Name              string   `json:"name"`
+	ClientRefused     int      `json:"client_refused"`
+	DrainwatchRefused int      `json:"drainwatch_refused"`
+	ClientKilled      int      `json:"client_killed"`
+	DrainwatchKilled  int      `json:"drainwatch_killed"`
+	Diagnoses         []string `json:"diagnoses"`
+	// Source says where drainwatch's numbers come from: "api" (the
+	// daemons' terminations) or "prometheus" (PromQL by revision).
+	Source string `json:"source"`
+	// Note is what else the scenario measured (client outcomes, exit code).
+	Note string `json:"note,omitempty"`
+	// Error is set when the scenario could not be measured.
+	Error string `json:"error,omitempty"`
+}
+
+// Agree reports whether the scenario ran and both pairs are equal.
+func (r Result) Agree() bool {
+	return r.Error == "" && r.ClientRefused == r.DrainwatchRefused && r.ClientKilled == r.DrainwatchKilled
+}
+
+// AllAgree reports whether every result agrees (and there is at least one).
+func AllAgree(rs []Result) bool {
+	for _, r := range rs {
+		if !r.Agree() {
+			return false
+		}
+	}
+	return len(rs) > 0
+}
+
+// Table renders the final table.
+func Table(rs []Result) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "scenario\trefused clients/drainwatch\tkilled clients/drainwatch\tagree\tdiagnosis")
+	for _, r := range rs {
+		agree := "yes"
+		if !r.Agree() {
+			agree = "NO"
+		}
+		diag := strings.Join(r.Diagnoses, ", ")
+		if r.Error != "" {
+			diag = "error: " + r.Error
+		}
+		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
+			r.ClientKilled, r.DrainwatchKilled, agree, diag)
+	}
+	_ = tw.Flush()
+	return b.String()
+}
+
+// writeJSON writes v indented to dir/name, creating dir.
+func writeJSON(dir, name string, v any) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	body, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", name, err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, append(body, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}

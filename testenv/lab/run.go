@@ -1,0 +1,100 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/drainwatch/drainwatch/exporter"
+	"github.com/drainwatch/drainwatch/exporter/promtest"
+)
+
+// scenarioTimeout bounds one scenario (the rolling update is the longest).
+const scenarioTimeout = 4 * time.Minute
+
+// Scenario is one of the lab's scenarios; it may report several rows (the
+// rolling update reports one per revision).
+type Scenario struct {
+	Name string
+	Run  func(ctx context.Context, l *Lab) ([]Result, error)
+}
+
+// Scenarios are issue 6's scenarios, in the order the lab runs them.
+func Scenarios() []Scenario {
+	return []Scenario{
+		{"seeds/naive", seedsScenario(seedsNaive)},
+		{"seeds/protocol-1.5s", seedsScenario(seedsProtocol)},
+		{"seeds/protocol-0s", seedsScenario(seedsProtocolNoDelay)},
+		{"rollout", rolloutScenario},
+		{"ignore-term", ignoreTermScenario},
+		{"prestop-fails", prestopFailsScenario},
+	}
+}
+
+// Selected returns the scenarios whose name starts with one of prefixes
+// (all of them when prefixes is empty).
+func Selected(prefixes []string) []Scenario {
+	var out []Scenario
+	for _, s := range Scenarios() {
+		if len(prefixes) == 0 || hasPrefix(s.Name, prefixes) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func hasPrefix(name string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Run starts a lab, runs the selected scenarios, writes the results
+// directory and stops everything. The results are returned even when
+// something failed after the scenarios ran.
+func Run(ctx context.Context, cfg Config) ([]Result, error) {
+	l, err := Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	results := l.RunScenarios(ctx)
+	werr := l.WriteResults(ctx, results)
+	return results, errors.Join(werr, l.Stop())
+}
+
+// RunScenarios runs the configured scenarios one after the other; a
+// scenario that fails becomes a row with its error.
+func (l *Lab) RunScenarios(ctx context.Context) []Result {
+	var results []Result
+	for _, s := range Selected(l.cfg.Scenarios) {
+		l.progress.Step("scenario %s", s.Name)
+		sctx, cancel := context.WithTimeout(ctx, scenarioTimeout)
+		rs, err := s.Run(sctx, l)
+		cancel()
+		if err != nil {
+			l.progress.Step("scenario %s failed: %v", s.Name, err)
+			rs = append(rs, Result{Name: s.Name, Error: err.Error(), Diagnoses: []string{}})
+		}
+		for _, r := range rs {
+			l.progress.Step("%s: refused %d/%d, killed %d/%d (clients/drainwatch) %v", r.Name,
+				r.ClientRefused, r.DrainwatchRefused, r.ClientKilled, r.DrainwatchKilled, r.Diagnoses)
+		}
+		results = append(results, rs...)
+	}
+	return results
+}
+
+// record keeps a scenario's timelines and client logs for the results.
+func (l *Lab) record(name, ns string, tl []exporter.TerminationView, clients any) {
+	l.runs = append(l.runs, scenarioRun{Name: name, Namespace: ns, Timelines: tl, ClientLogs: clients})
+}
+
+func nonEmpty(s []promtest.Sample) bool { return len(s) > 0 }
+
+// errorf wraps an error with the scenario step that failed.
+func errorf(step string, err error) error { return fmt.Errorf("%s: %w", step, err) }

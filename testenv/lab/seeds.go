@@ -1,0 +1,75 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/drainwatch/drainwatch/testenv/client"
+	"github.com/drainwatch/drainwatch/testenv/cluster"
+	"github.com/drainwatch/drainwatch/testenv/workload"
+)
+
+// seedsCase is one server of the seeds' experiment.
+type seedsCase struct {
+	name, ns, mode string
+	args           []string
+}
+
+var (
+	seedsNaive           = seedsCase{"seeds/naive", "lab-seeds-naive", workload.ModeNaive, nil}
+	seedsProtocol        = seedsCase{"seeds/protocol-1.5s", "lab-seeds-protocol", workload.ModeProtocol, []string{"--drain-delay=1500ms"}}
+	seedsProtocolNoDelay = seedsCase{"seeds/protocol-0s", "lab-seeds-protocol-0s", workload.ModeProtocol, []string{"--drain-delay=0s"}}
+)
+
+// seedsScenario runs the seeds' experiment on one pod of the case's server.
+func seedsScenario(c seedsCase) func(context.Context, *Lab) ([]Result, error) {
+	return func(ctx context.Context, l *Lab) ([]Result, error) {
+		dep := cluster.ServerDeployment(c.ns, "web", c.mode, 1, c.args...)
+		r, err := l.seedsOn(ctx, c.name, dep)
+		if err != nil {
+			return nil, err
+		}
+		return []Result{r}, nil
+	}
+}
+
+// seedsOn deploys dep (one replica) and runs the seeds' experiment
+// straight at its pod, as a load balancer that was not told: one /slow in
+// flight, the pod deleted through the API, then /work every 20 ms and /ready
+// every 50 ms for one second.
+func (l *Lab) seedsOn(ctx context.Context, name string, dep *appsv1.Deployment) (Result, error) {
+	pods, err := l.deploy(ctx, dep)
+	if err != nil {
+		return Result{}, errorf("deploying", err)
+	}
+	pod := &pods[0]
+	addr := cluster.PodAddr(pod, cluster.ServerPort)
+	l.progress.Step("%s: pod %s on %s at %s: /slow in flight, delete, then /work every 20 ms and /ready every 50 ms for 1 s",
+		name, pod.Name, pod.Spec.NodeName, addr)
+	res, err := l.Cluster.Seeds(ctx, pod, cluster.ServerPort, addr)
+	if err != nil {
+		return Result{}, errorf("seeds' clients", err)
+	}
+	agent, err := l.Cluster.WaitTerminated(ctx, pod.UID)
+	if err != nil {
+		return Result{}, errorf("node agent", err)
+	}
+	l.progress.Step("%s: clients done, container exited %d; waiting for drainwatch's termination to be complete", name, agent.ExitCode)
+	vs, err := l.WaitComplete(ctx, dep.Namespace, string(pod.UID))
+	if err != nil {
+		return Result{}, err
+	}
+	all := [][]client.Request{res.Work, res.Readiness, {res.Slow}}
+	l.progress.Block(sideBySide("clients (0 = the delete)", res.Timeline(), "drainwatch timeline (0 = the stop signal)", timelineText(vs), 44))
+	l.record(name, dep.Namespace, vs, res)
+	c := vs[0].Counts
+	return Result{
+		Name: name, Source: "api", Diagnoses: diagnosisCodes(vs...),
+		ClientRefused: refusedTo(addr, all...), DrainwatchRefused: c.RefusedAfterSigterm,
+		ClientKilled: killedBy(addr, agent.SIGKILLAt, all...), DrainwatchKilled: c.RequestsKilledBySigkill,
+		Note: fmt.Sprintf("/work %s; /ready %s; /slow %s; exit code %d; drainwatch refused before SIGTERM %d",
+			client.Summarize(res.Work), client.Summarize(res.Readiness), res.Slow.Outcome, agent.ExitCode, c.RefusedBeforeSigterm),
+	}, nil
+}

@@ -94,3 +94,32 @@ func TestLivenessFailureRestartsContainer(t *testing.T) {
 	_ = l.client.CoreV1().Pods(l.ns).Delete(ctx, "web", metav1.DeleteOptions{})
 	h.lastBeforeDelete(t, ctx)
 }
+
+// TestLifecycleStopSignal: lifecycle.stopSignal (KEP-4960) replaces
+// SIGTERM. The field is alpha (ContainerStopSignals, off by default in
+// v1.37): when the API server drops it, there is nothing to test.
+func TestLifecycleStopSignal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l := newLab(t, ctx, "t-stopsignal")
+	pod := l.serverPod("web", "naive", 5, nil)
+	sigint := corev1.SIGINT
+	pod.Spec.OS = &corev1.PodOS{Name: corev1.Linux}
+	pod.Spec.Containers[0].Lifecycle.StopSignal = &sigint
+	probe := pod.DeepCopy()
+	probe.Name = "probe"
+	probe.Spec.NodeName = "nowhere" // never started
+	created, err := l.client.CoreV1().Pods(l.ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lc := created.Spec.Containers[0].Lifecycle; lc == nil || lc.StopSignal == nil {
+		t.Skip("kube-apiserver drops lifecycle.stopSignal: run it with --feature-gates=ContainerStopSignals=true")
+	}
+	d := l.runAndDelete(t, ctx, pod)
+	sig, _ := d.logEvent("signal")
+	got := fmt.Sprintf("signal=%s exit=%d pid1_saw=%d", d.term.StopSignal, d.term.ExitCode, sig.PID)
+	if want := "signal=interrupt exit=0 pid1_saw=1"; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -30,11 +31,18 @@ func Build(ctx context.Context, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// Build next to the target and rename over it: a binary that pods of
+	// another test process are running is replaced, never rewritten
+	// (ETXTBSY), and they keep running the old inode.
 	out := filepath.Join(dir, ImageName)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./testenv/cmd/dwserver")
+	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, "./testenv/cmd/dwserver")
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building dwserver: %w: %s", err, msg)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return "", fmt.Errorf("installing dwserver: %w", err)
 	}
 	if built.paths == nil {
 		built.paths = map[string]string{}

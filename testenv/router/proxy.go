@@ -17,13 +17,16 @@ const (
 	NoBackend = "no_backend" // no ready endpoint applied: client reset
 )
 
-// Conn is the router's record of one accepted client connection.
+// Conn is the router's record of one accepted client connection (of one
+// request in KeepAlive mode).
 type Conn struct {
 	Client   string // client's address as the router saw it (= client.Request.Local)
 	Backend  string // "ip:port" picked, empty with NoBackend
 	Accepted time.Time
 	Outcome  string
 	Err      string
+	Reused   bool // KeepAlive mode: sent over a pooled backend connection
+	Status   int  // KeepAlive mode: the HTTP status the client got
 }
 
 // serve accepts until the listener is closed.

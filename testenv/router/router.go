@@ -3,8 +3,9 @@
 // configurable propagation delay, sending each new TCP connection round-robin
 // to the ready endpoints it currently knows. It is the balancer "not yet
 // notified" of the seeds: during the delay, new connections still go to a pod
-// that is terminating. It proxies in userspace (accept, pick, dial, splice)
-// and records which backend every connection went to.
+// that is terminating. It proxies in userspace (accept, pick, dial, splice),
+// or with Config.KeepAlive as an HTTP reverse proxy with a connection pool,
+// and records which backend every connection (request) went to.
 package router
 
 import (
@@ -33,7 +34,11 @@ type Config struct {
 	// Dial opens backend connections, e.g. netlab's NS.Dial from the fabric.
 	Dial        func(ctx context.Context, network, addr string) (net.Conn, error)
 	DialTimeout time.Duration // 1 s when zero
-	Log         zerolog.Logger
+	// KeepAlive turns on keep-alive pooling: the router becomes an HTTP/1.1
+	// reverse proxy that picks a backend per request and reuses idle backend
+	// connections. Off, it is a TCP proxy picking per connection.
+	KeepAlive bool
+	Log       zerolog.Logger
 }
 
 // Router is a running router.
@@ -63,9 +68,16 @@ func Start(ctx context.Context, cfg Config) (*Router, error) {
 	}
 	r.wg.Add(2)
 	go func() { defer r.wg.Done(); r.table.Run(ctx) }()
-	go func() { defer r.wg.Done(); r.serve(ctx) }()
+	go func() {
+		defer r.wg.Done()
+		if cfg.KeepAlive {
+			r.serveHTTP(ctx)
+			return
+		}
+		r.serve(ctx)
+	}()
 	go func() { <-ctx.Done(); cfg.Listener.Close() }()
-	r.log.Info().Str("addr", r.Addr()).Dur("delay", cfg.Delay).Strs("backends", r.table.Backends()).Msg("router started")
+	r.log.Info().Str("addr", r.Addr()).Dur("delay", cfg.Delay).Bool("keepalive", cfg.KeepAlive).Strs("backends", r.table.Backends()).Msg("router started")
 	return r, nil
 }
 

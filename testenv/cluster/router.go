@@ -12,6 +12,7 @@ import (
 type RouterConfig struct {
 	Namespace, Service, PortName string
 	Delay                        time.Duration
+	KeepAlive                    bool // pool backend connections (see router.Config.KeepAlive)
 }
 
 // StartRouter starts a router inside the fabric: it listens on the fabric's
@@ -23,7 +24,7 @@ func (c *Cluster) StartRouter(ctx context.Context, cfg RouterConfig) (*router.Ro
 		return nil, fmt.Errorf("router listener in the fabric: %w", err)
 	}
 	r, err := router.Start(ctx, router.Config{Client: c.Client, Namespace: cfg.Namespace, Service: cfg.Service,
-		PortName: cfg.PortName, Delay: cfg.Delay, Listener: ln, Dial: c.Fabric.Dial, Log: c.log})
+		PortName: cfg.PortName, Delay: cfg.Delay, KeepAlive: cfg.KeepAlive, Listener: ln, Dial: c.Fabric.Dial, Log: c.log})
 	if err != nil {
 		ln.Close()
 		return nil, err

@@ -61,6 +61,7 @@ func (s *scopeSync) watchNetns(ps *podScope, ino uint32) {
 	ps.netns = ino
 	s.netnsOwner[ino] = ps.uid
 	s.corr.BindNetns(ps.uid, ino)
+	s.log.Debug().Str("pod_uid", ps.uid).Uint32("netns", ino).Msg("watching pod network namespace")
 }
 
 // hostNetns reports whether ino is the daemon's or the host's network

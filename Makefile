@@ -30,7 +30,7 @@ vmlinux: ## Regenerate bpf/vmlinux/vmlinux_amd64.h from this machine's BTF (rare
 	bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux/vmlinux_amd64.h
 
 generate: ## Regenerate the eBPF objects and Go bindings with Debian's clang (committed output).
-	$(GO) generate ./collector/...
+	$(GO) generate ./collector/... ./deploy/...
 
 check-generate: generate ## Fail when regenerating changes committed output.
 	@git diff --exit-code --stat -- collector bpf deploy || \

@@ -2,7 +2,7 @@
 // after SIGTERM and the requests killed by SIGKILL during pod terminations.
 //
 // main only dispatches to subcommands; each lives in its own file
-// (trace.go, run.go) and returns its exit code.
+// (trace.go, run.go, timeline.go) and returns its exit code.
 package main
 
 import (
@@ -19,6 +19,7 @@ const usage = `drainwatch — did this pod termination lose traffic, and why?
 Usage:
   drainwatch run     [flags]   the node daemon (Kubernetes, metrics, API)
   drainwatch trace   [flags]   stream kernel events of a netns, cgroup or pid (no Kubernetes)
+  drainwatch timeline [flags]  a termination's timeline from one or all daemons
   drainwatch version           print the version
   drainwatch help              this text
 
@@ -39,6 +40,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return runCmd(args[1:])
 	case "trace":
 		return traceCmd(args[1:], stdout, stderr)
+	case "timeline":
+		return timelineCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "drainwatch %s (%s)\n", exporter.Version, runtime.Version())
 		return 0

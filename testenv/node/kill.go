@@ -66,8 +66,13 @@ func (a *Agent) preStop(ctx context.Context, pod *corev1.Pod, c *container, podI
 	t.PreStop = handlerKind(h)
 	t.PreStopStart = time.Now()
 	done := make(chan error, 1)
+	// The kubelet stops waiting after the grace but lets the hook run on; it
+	// ends with the container at the latest. The bound here only keeps an
+	// httpGet to somewhere else from hanging forever.
+	hookCtx, cancel := context.WithTimeout(ctx, time.Duration(grace)*time.Second+time.Minute)
 	go func() {
-		err := a.runHandler(ctx, h, c, podIP)
+		defer cancel()
+		err := a.runHandler(hookCtx, h, c, podIP)
 		if err != nil {
 			a.events.record(pod, c.spec.Name, corev1.EventTypeWarning, ReasonFailedPreStopHook, "PreStopHook failed")
 			a.log.Info().Err(err).Str("pod", t.Pod).Str("container", t.Container).Msg("preStop hook failed")

@@ -9,7 +9,9 @@ import (
 
 // freePort asks the kernel for a free loopback port. Another process may take
 // it before the component binds; components then fail fast and Start reports it.
-func freePort() (int, error) {
+var freePort = pickFreePort
+
+func pickFreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("finding a free loopback port: %w", err)

@@ -6,7 +6,9 @@
 package controlplane
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -54,17 +56,45 @@ type ControlPlane struct {
 // Start runs etcd, the API server, the controller manager and the scheduler,
 // and returns once the API server is ready and the default ServiceAccount exists
 // (pods cannot be created before that).
+//
+// Ports are picked free and then bound by the components; when another process
+// takes one in between (parallel test packages), Start tries again with new
+// ports, up to three times.
 func Start(ctx context.Context, cfg Config) (*ControlPlane, error) {
 	cp, err := prepare(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if err := cp.start(ctx); err != nil {
-		_ = cp.Stop()
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		err = cp.start(ctx)
+		if err == nil {
+			break
+		}
+		_ = cp.stopWithin(0) // a half-started control plane has nothing to save
+		if !errors.Is(err, errPortTaken) || attempt == 3 {
+			return nil, err
+		}
+		cp.log.Warn().Err(err).Int("attempt", attempt).Msg("a port was taken; starting again")
+		if err := resetDir(cp.Dir); err != nil {
+			return nil, err
+		}
 	}
 	cp.log.Info().Str("url", cp.URL).Str("kubeconfig", cp.Kubeconfig).Msg("control plane ready")
 	return cp, nil
+}
+
+// resetDir empties the state directory for another attempt.
+func resetDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("resetting %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return fmt.Errorf("resetting %s: %w", dir, err)
+		}
+	}
+	return nil
 }
 
 func prepare(cfg Config) (*ControlPlane, error) {
@@ -108,10 +138,13 @@ func (cp *ControlPlane) start(ctx context.Context) error {
 	return cp.waitDefaultServiceAccount(ctx)
 }
 
-// Stop stops the components in reverse start order. Calling it twice is fine.
-func (cp *ControlPlane) Stop() error {
+// Stop stops the components in reverse start order, each with SIGTERM and
+// SIGKILL 10 s later. Calling it twice is fine.
+func (cp *ControlPlane) Stop() error { return cp.stopWithin(10 * time.Second) }
+
+func (cp *ControlPlane) stopWithin(grace time.Duration) error {
 	for i := len(cp.procs) - 1; i >= 0; i-- {
-		if err := cp.procs[i].stop(10 * time.Second); err != nil {
+		if err := cp.procs[i].stop(grace); err != nil {
 			return err
 		}
 	}
@@ -129,11 +162,18 @@ func (cp *ControlPlane) Kubectl(ctx context.Context, args ...string) ([]byte, er
 	return out, nil
 }
 
+// errPortTaken marks a component that exited because its port was taken.
+var errPortTaken = errors.New("port already in use")
+
 // check returns the first component that has exited, as an error.
 func (cp *ControlPlane) check() error {
 	for _, p := range cp.procs {
 		if done, err := p.exited(); done {
-			return fmt.Errorf("%w (see %s)", err, filepath.Join(cp.Dir, p.name+".log"))
+			logPath := filepath.Join(cp.Dir, p.name+".log")
+			if b, _ := os.ReadFile(logPath); bytes.Contains(b, []byte("address already in use")) {
+				return fmt.Errorf("%w: %w (see %s)", errPortTaken, err, logPath)
+			}
+			return fmt.Errorf("%w (see %s)", err, logPath)
 		}
 	}
 	return nil

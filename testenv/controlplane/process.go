@@ -57,9 +57,15 @@ func (p *process) exited() (bool, error) {
 	}
 }
 
-// stop sends SIGTERM, then SIGKILL after grace, and waits for the exit.
+// stop sends SIGTERM, then SIGKILL after grace (at once when grace is 0),
+// and waits for the exit.
 func (p *process) stop(grace time.Duration) error {
 	if done, _ := p.exited(); done {
+		return nil
+	}
+	if grace == 0 {
+		_ = p.cmd.Process.Kill()
+		<-p.done
 		return nil
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {

@@ -12,6 +12,10 @@ import (
 // start creates the sandbox and starts every container, then reports the
 // status. Failures leave the containers waiting with the reason.
 func (w *podWorker) start(ctx context.Context) {
+	if len(w.pod.Spec.InitContainers) > 0 || w.pod.Spec.HostNetwork {
+		w.log.Warn().Int("init_containers", len(w.pod.Spec.InitContainers)).Bool("host_network", w.pod.Spec.HostNetwork).
+			Msg("not supported by the testenv node: init containers are skipped, hostNetwork pods get their own netns")
+	}
 	sb, err := w.a.createSandbox(w.pod)
 	if err != nil {
 		w.log.Error().Err(err).Msg("creating pod sandbox")

@@ -71,6 +71,9 @@ func TestContainersStopInParallel(t *testing.T) {
 	for _, tm := range l.agent.Terminations(created.UID) {
 		byName[tm.Container] = tm
 	}
+	if all := l.agent.AllTerminations(); len(all) != 2 || all[0].PodUID != created.UID || all[0].Container != "srv" {
+		t.Fatalf("AllTerminations = %+v, want srv then stubborn of pod %s", all, created.UID)
+	}
 	srv, stub := byName["srv"], byName["stubborn"]
 	got := fmt.Sprintf("srv exit=%d sigkill=%t | stubborn exit=%d sigkill=%t | phase=%s",
 		srv.ExitCode, !srv.SIGKILLAt.IsZero(), stub.ExitCode, !stub.SIGKILLAt.IsZero(), last.Status.Phase)

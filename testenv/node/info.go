@@ -95,6 +95,31 @@ func (a *Agent) Terminations(uid types.UID) []Termination {
 	return out
 }
 
+// AllTerminations returns every container termination of pod deletions
+// this agent has carried out, in the order they finished: the ground truth
+// of a rollout whose pod UIDs the caller does not know.
+func (a *Agent) AllTerminations() []Termination {
+	a.mu.Lock()
+	ws := make([]*podWorker, 0, len(a.finished)+len(a.workers))
+	for _, w := range a.finished {
+		ws = append(ws, w)
+	}
+	for _, w := range a.workers {
+		ws = append(ws, w)
+	}
+	a.mu.Unlock()
+	var out []Termination
+	for _, w := range ws {
+		w.mu.Lock()
+		for _, t := range w.terminations {
+			out = append(out, *t)
+		}
+		w.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ExitAt.Before(out[j].ExitAt) })
+	return out
+}
+
 func (w *podWorker) info() PodInfo {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -7,12 +7,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Termination is what the agent did to stop one container, with the times
 // it did it: the ground truth for drainwatch's kernel and API marks.
 type Termination struct {
-	Pod, Container, ContainerID string
+	Pod, Container, ContainerID string // Pod is "namespace/name"
+	PodUID                      types.UID
 	// Grace is the grace period the kill started with (GracePeriod).
 	Grace   int64
 	Killing time.Time // the Killing event was recorded
@@ -40,7 +42,7 @@ func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, c *container
 // killContainerWithMessage is killContainer with the Killing event's
 // message (a liveness failure says why).
 func (a *Agent) killContainerWithMessage(ctx context.Context, pod *corev1.Pod, c *container, podIP string, grace int64, message string) *Termination {
-	t := &Termination{Pod: pod.Namespace + "/" + pod.Name, Container: c.spec.Name, ContainerID: c.id, Grace: grace}
+	t := &Termination{Pod: pod.Namespace + "/" + pod.Name, PodUID: pod.UID, Container: c.spec.Name, ContainerID: c.id, Grace: grace}
 	t.Killing = time.Now()
 	a.events.record(pod, c.spec.Name, corev1.EventTypeNormal, ReasonKilling, message)
 	if c.spec.Lifecycle != nil && c.spec.Lifecycle.PreStop != nil && grace > 0 {

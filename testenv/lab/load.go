@@ -8,13 +8,17 @@ import (
 	"github.com/drainwatch/drainwatch/testenv/client"
 )
 
-// Constant load for the rolling update: one-second open-loop segments of
-// /work every 20 ms, started back to back, until stopped; at most
-// maxSegments of them, so the load is bounded in count and time even if
-// the lab hangs.
+// Constant load for the rolling update: one-second open-loop segments,
+// started back to back until stopped, of /work every 20 ms and a /slow of
+// 1.5 s every 250 ms (the longer requests real services have: a naive pod
+// finishing them stays up, listener closed, while routing catches up); at
+// most maxSegments of them, so the load is bounded in count and time even
+// if the lab hangs.
 const (
 	segment      = time.Second
 	loadInterval = 20 * time.Millisecond
+	slowInterval = 250 * time.Millisecond
+	slowPath     = "/slow?ms=1500"
 	maxSegments  = 150
 )
 
@@ -39,16 +43,18 @@ func (cl *constantLoad) run(ctx context.Context, dial client.DialFunc, target st
 	tick := time.NewTicker(segment)
 	defer tick.Stop()
 	for range maxSegments {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l := client.Load{Dial: dial, Target: target, Path: "/work", Interval: loadInterval,
-				Count: int(segment / loadInterval), Duration: segment, Timeout: 2 * time.Second}
-			reqs, _ := l.Run(ctx)
-			cl.mu.Lock()
-			cl.reqs = append(cl.reqs, reqs...)
-			cl.mu.Unlock()
-		}()
+		for _, l := range []client.Load{
+			{Dial: dial, Target: target, Path: "/work", Interval: loadInterval,
+				Count: int(segment / loadInterval), Duration: segment, Timeout: 2 * time.Second},
+			{Dial: dial, Target: target, Path: slowPath, Interval: slowInterval,
+				Count: int(segment / slowInterval), Duration: segment, Timeout: 4 * time.Second},
+		} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cl.add(l.Run(ctx))
+			}()
+		}
 		select {
 		case <-tick.C:
 			continue
@@ -58,6 +64,12 @@ func (cl *constantLoad) run(ctx context.Context, dial client.DialFunc, target st
 		break
 	}
 	wg.Wait()
+}
+
+func (cl *constantLoad) add(reqs []client.Request, _ error) {
+	cl.mu.Lock()
+	cl.reqs = append(cl.reqs, reqs...)
+	cl.mu.Unlock()
 }
 
 // Stop ends the load after the current segment and returns every request.

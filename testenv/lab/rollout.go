@@ -64,7 +64,8 @@ func (l *Lab) rollout(ctx context.Context) (*rolloutRun, error) {
 	if err := waitBackends(ctx, r, rolloutReplicas); err != nil {
 		return nil, err
 	}
-	l.progress.Step("rollout: router at %s (delay %v) → %v; constant load: /work every %v", r.Addr(), routerDelay, r.Backends(), loadInterval)
+	l.progress.Step("rollout: router at %s (delay %v) → %v; constant load: /work every %v, %s every %v",
+		r.Addr(), routerDelay, r.Backends(), loadInterval, slowPath, slowInterval)
 	load := startLoad(ctx, l.Cluster.Dial, r.Addr())
 	run := &rolloutRun{pods: pods}
 	time.Sleep(between)

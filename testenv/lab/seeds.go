@@ -62,7 +62,7 @@ func (l *Lab) seedsOn(ctx context.Context, name string, dep *appsv1.Deployment) 
 		return Result{}, err
 	}
 	all := [][]client.Request{res.Work, res.Readiness, {res.Slow}}
-	l.progress.Block(sideBySide("clients (0 = the delete)", res.Timeline(), "drainwatch timeline (0 = the stop signal)", timelineText(vs), 44))
+	l.progress.Block(sideBySide("clients (0 = the delete)", res.Timeline(), "drainwatch timeline (0 = the stop signal)", timelineText(vs), 50))
 	l.record(name, dep.Namespace, vs, res)
 	c := vs[0].Counts
 	return Result{

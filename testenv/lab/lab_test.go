@@ -1,0 +1,138 @@
+package lab_test
+
+import (
+	"context"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/exporter/promtest"
+	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
+	"github.com/drainwatch/drainwatch/testenv/lab"
+	"github.com/drainwatch/drainwatch/testenv/privileged"
+)
+
+func TestMain(m *testing.M) { cptest.Main(m) }
+
+// expectations are what each scenario must show besides agreement, so a
+// lab that measures nothing (0 = 0 everywhere) fails.
+var expectations = map[string]func(lab.Result) bool{
+	"seeds/naive":                           func(r lab.Result) bool { return r.ClientRefused >= 10 && has(r, correlate.DiagListenerClosedEarly) },
+	"seeds/protocol-1.5s":                   func(r lab.Result) bool { return r.ClientRefused == 0 && r.ClientKilled == 0 },
+	"seeds/protocol-0s":                     func(r lab.Result) bool { return r.ClientRefused >= 10 && has(r, correlate.DiagListenerClosedEarly) },
+	"rollout/revision-1 (no preStop)":       func(r lab.Result) bool { return r.ClientRefused > 0 },
+	"rollout/revision-2 (preStop sleep 2s)": func(r lab.Result) bool { return r.ClientRefused == 0 },
+	"ignore-term": func(r lab.Result) bool {
+		return r.ClientKilled >= 3 && has(r, correlate.DiagStopSignalIgnored) && has(r, correlate.DiagRequestsKilled)
+	},
+	"prestop-fails": func(r lab.Result) bool { return has(r, correlate.DiagPrestopFailed) },
+}
+
+func has(r lab.Result, code string) bool { return slices.Contains(r.Diagnoses, code) }
+
+// TestLab runs every scenario of `make lab` (about 2 minutes) with the
+// drainwatch binary built from the current source, one process per node,
+// and Prometheus: each pair of the final table must be equal exactly, each
+// scenario must show what it is about, and the results directory must hold
+// what the issue lists.
+func TestLab(t *testing.T) {
+	privileged.RequireRoot(t)
+	privileged.RequireFile(t, promtest.PrometheusBin, "Debian's prometheus (make deps)")
+	privileged.RequireFile(t, lab.ChromiumBin, "Debian's chromium (make deps)")
+	cp := cptest.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	bin, err := lab.BuildDrainwatch(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	results, err := lab.Run(ctx, lab.Config{Out: out, Drainwatch: bin, ControlPlane: cp, NodePrefix: "labt-",
+		Progress: lab.NewProgress(testWriter{t}), Log: log, Screenshots: true})
+	if err != nil {
+		t.Error(err)
+	}
+	t.Logf("final table:\n%s", lab.Table(results))
+	checkResults(t, results)
+	checkResultsDir(t, out, len(results))
+}
+
+func checkResults(t *testing.T, results []lab.Result) {
+	t.Helper()
+	if len(results) != len(expectations) {
+		t.Errorf("%d results, want %d", len(results), len(expectations))
+	}
+	for _, r := range results {
+		if !r.Agree() {
+			t.Errorf("%s: refused %d/%d killed %d/%d (clients/drainwatch), error %q", r.Name, r.ClientRefused,
+				r.DrainwatchRefused, r.ClientKilled, r.DrainwatchKilled, r.Error)
+		}
+		if want, ok := expectations[r.Name]; !ok || !want(r) {
+			t.Errorf("%s does not show what it is about: %+v", r.Name, r)
+		}
+	}
+}
+
+// checkResultsDir: summary.json with the issue's fields, a timeline and a
+// client record per scenario, /metrics of both daemons, PNG screenshots.
+func checkResultsDir(t *testing.T, out string, n int) {
+	t.Helper()
+	var summary []map[string]any
+	body, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil || json.Unmarshal(body, &summary) != nil || len(summary) != n {
+		t.Fatalf("summary.json: %d entries, %v:\n%s", len(summary), err, body)
+	}
+	for _, k := range []string{"name", "client_refused", "drainwatch_refused", "client_killed", "drainwatch_killed", "diagnoses"} {
+		if _, ok := summary[0][k]; !ok {
+			t.Errorf("summary.json entries lack %q: %v", k, summary[0])
+		}
+	}
+	for _, pattern := range []string{"timelines/*.json", "clients/*.json"} {
+		if files, _ := filepath.Glob(filepath.Join(out, pattern)); len(files) != 6 {
+			t.Errorf("%s: %d files, want one per scenario (6)", pattern, len(files))
+		}
+	}
+	for _, node := range []string{"labt-1", "labt-2"} {
+		if b, err := os.ReadFile(filepath.Join(out, "metrics", node+".txt")); err != nil ||
+			!strings.Contains(string(b), "drainwatch_connections_refused_after_sigterm_total") {
+			t.Errorf("metrics of %s: %v", node, err)
+		}
+	}
+	checkScreenshots(t, out)
+}
+
+func checkScreenshots(t *testing.T, out string) {
+	t.Helper()
+	shots, _ := filepath.Glob(filepath.Join(out, "screenshots", "*.png"))
+	if len(shots) < 6 {
+		t.Errorf("%d screenshots, want at least one per scenario", len(shots))
+	}
+	for _, s := range shots {
+		f, err := os.Open(s)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if _, err := png.Decode(f); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+		f.Close()
+	}
+}
+
+// testWriter sends the lab's progress to the test log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

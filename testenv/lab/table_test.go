@@ -1,0 +1,52 @@
+package lab
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drainwatch/drainwatch/testenv/client"
+)
+
+// TestKilled pins the clients' definition of a request killed by SIGKILL.
+func TestKilled(t *testing.T) {
+	kill := time.Unix(100, 0)
+	at := func(s float64) time.Time { return time.Unix(0, 0).Add(time.Duration(s * float64(time.Second))) }
+	cases := []struct {
+		name       string
+		start, end float64
+		outcome    client.Outcome
+		want       bool
+	}{
+		{"reset by the kill", 99, 100.01, client.Reset, true},
+		{"eof at the kill", 99, 100, client.EOF, true},
+		{"answered before", 99, 99.5, client.OK, false},
+		{"reset before the kill", 98, 99, client.Reset, false},
+		{"started after the kill", 100.5, 100.6, client.Reset, false},
+		{"refused", 99.9, 100.1, client.Refused, false},
+		{"timed out", 99, 101, client.Timeout, false},
+	}
+	for _, tc := range cases {
+		r := client.Request{Start: at(tc.start), End: at(tc.end), Outcome: tc.outcome}
+		if got := killed(r, kill); got != tc.want {
+			t.Errorf("%s: killed = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if n := killedBy("a", time.Time{}, []client.Request{{Target: "a", Outcome: client.Reset}}); n != 0 {
+		t.Errorf("no SIGKILL: %d killed, want 0", n)
+	}
+}
+
+func TestTableMarksDisagreement(t *testing.T) {
+	rs := []Result{
+		{Name: "same", ClientRefused: 44, DrainwatchRefused: 44, Diagnoses: []string{"no_drain_delay"}},
+		{Name: "differs", ClientKilled: 3, DrainwatchKilled: 2},
+	}
+	table := Table(rs)
+	if AllAgree(rs) || !strings.Contains(table, "44 / 44") || !strings.Contains(table, "3 / 2") || !strings.Contains(table, "NO") {
+		t.Errorf("table:\n%s", table)
+	}
+	if AllAgree(nil) || !AllAgree(rs[:1]) {
+		t.Error("AllAgree: want false for none, true for one agreeing row")
+	}
+}

@@ -52,7 +52,7 @@ func ignoreTermScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	c := vs[0].Counts
 	return []Result{{Name: name, Source: "api", Diagnoses: diagnosisCodes(vs...),
 		ClientRefused: refusedTo(addr, slow, work), DrainwatchRefused: c.RefusedAfterSigterm,
-		ClientKilled: killedBy(addr, agent.SIGKILLAt, slow, work), DrainwatchKilled: c.RequestsKilledBySigkill,
+		ClientKilled: killedBy(addr, death{agent.SIGKILLAt, agent.ExitAt}, slow, work), DrainwatchKilled: c.RequestsKilledBySigkill,
 		Note: fmt.Sprintf("/slow %s; /work %s; exit code %d", client.Summarize(slow), client.Summarize(work), agent.ExitCode)}}, nil
 }
 

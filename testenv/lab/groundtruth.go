@@ -13,13 +13,16 @@ import (
 // router, the router is the pod's client: its Refused records count, not
 // the resets it passes on to the clients.
 //
-// Killed: a request to the pod that was in flight when the container got
-// SIGKILL and died with it: it started before the SIGKILL (the node agent's
-// record, the runtime's ground truth), its connection was established (not
-// refused), it got no complete response, and its connection ended with a
-// reset or an EOF at or after the SIGKILL. This is requests_killed_by_sigkill
-// seen from the other end: a connection the server had accepted (or held in
-// its accept queue) with request bytes it never answered.
+// Killed: a request to the pod that was in flight when the container died
+// of SIGKILL: its connection was established (not refused), it got no
+// complete response, it started before the container had died (the node
+// agent's exit time: every process of the container gone, the runtime's
+// ground truth) and its connection ended with a reset or an EOF at or after
+// the SIGKILL. This is requests_killed_by_sigkill seen from the other end: a
+// connection the server had accepted (or held in its accept queue) with
+// request bytes it never answered. A request that reached the listener
+// between the SIGKILL and the death of the last process counts: the kernel
+// still accepted it.
 
 // refusedTo counts the requests to target that were refused.
 func refusedTo(target string, reqs ...[]client.Request) int {
@@ -34,16 +37,16 @@ func refusedTo(target string, reqs ...[]client.Request) int {
 	return n
 }
 
-// killedBy counts the requests to target killed by a SIGKILL at sigkill
-// (zero: no SIGKILL, nothing killed).
-func killedBy(target string, sigkill time.Time, reqs ...[]client.Request) int {
-	if sigkill.IsZero() {
-		return 0
-	}
+// death is when a container got SIGKILL and when it was gone (zero
+// SIGKILL: it exited in time).
+type death struct{ sigkill, exit time.Time }
+
+// killedBy counts the requests to target killed by the container's SIGKILL.
+func killedBy(target string, d death, reqs ...[]client.Request) int {
 	n := 0
 	for _, rs := range reqs {
 		for _, r := range rs {
-			if r.Target == target && killed(r, sigkill) {
+			if r.Target == target && killed(r, d) {
 				n++
 			}
 		}
@@ -51,7 +54,10 @@ func killedBy(target string, sigkill time.Time, reqs ...[]client.Request) int {
 	return n
 }
 
-func killed(r client.Request, sigkill time.Time) bool {
+func killed(r client.Request, d death) bool {
+	if d.sigkill.IsZero() {
+		return false
+	}
 	cut := r.Outcome == client.Reset || r.Outcome == client.EOF
-	return cut && r.Start.Before(sigkill) && !r.End.Before(sigkill)
+	return cut && r.Start.Before(d.exit) && !r.End.Before(d.sigkill)
 }

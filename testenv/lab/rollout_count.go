@@ -74,7 +74,7 @@ func (l *Lab) clientsByRevision(run *rolloutRun, revOf map[string]string) map[st
 		if !ok || !known || c.Outcome != router.Proxied {
 			continue
 		}
-		if killed(r, l.sigkillAt(p.UID)) {
+		if killed(r, l.deathOf(p.UID)) {
 			rc := out[revOf[p.Hash]]
 			rc.killed++
 			out[revOf[p.Hash]] = rc
@@ -83,15 +83,15 @@ func (l *Lab) clientsByRevision(run *rolloutRun, revOf map[string]string) map[st
 	return out
 }
 
-// sigkillAt is when the node agent SIGKILLed a container of the pod (zero:
-// never).
-func (l *Lab) sigkillAt(uid string) time.Time {
+// deathOf is when the node agent SIGKILLed a container of the pod and when
+// that container was gone (zero: no SIGKILL).
+func (l *Lab) deathOf(uid string) death {
 	for _, t := range l.Cluster.Terminations(typesUID(uid)) {
 		if !t.SIGKILLAt.IsZero() {
-			return t.SIGKILLAt
+			return death{t.SIGKILLAt, t.ExitAt}
 		}
 	}
-	return time.Time{}
+	return death{}
 }
 
 // promCounts are Prometheus's sums by revision of the namespace.

@@ -10,7 +10,7 @@ import (
 
 // TestKilled pins the clients' definition of a request killed by SIGKILL.
 func TestKilled(t *testing.T) {
-	kill := time.Unix(100, 0)
+	kill := death{sigkill: time.Unix(100, 0), exit: time.Unix(100, 0).Add(5 * time.Millisecond)}
 	at := func(s float64) time.Time { return time.Unix(0, 0).Add(time.Duration(s * float64(time.Second))) }
 	cases := []struct {
 		name       string
@@ -22,7 +22,8 @@ func TestKilled(t *testing.T) {
 		{"eof at the kill", 99, 100, client.EOF, true},
 		{"answered before", 99, 99.5, client.OK, false},
 		{"reset before the kill", 98, 99, client.Reset, false},
-		{"started after the kill", 100.5, 100.6, client.Reset, false},
+		{"accepted between the kill and the death", 100.002, 100.01, client.Reset, true},
+		{"started after the death", 100.5, 100.6, client.Reset, false},
 		{"refused", 99.9, 100.1, client.Refused, false},
 		{"timed out", 99, 101, client.Timeout, false},
 	}
@@ -32,7 +33,7 @@ func TestKilled(t *testing.T) {
 			t.Errorf("%s: killed = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if n := killedBy("a", time.Time{}, []client.Request{{Target: "a", Outcome: client.Reset}}); n != 0 {
+	if n := killedBy("a", death{}, []client.Request{{Target: "a", Outcome: client.Reset}}); n != 0 {
 		t.Errorf("no SIGKILL: %d killed, want 0", n)
 	}
 }

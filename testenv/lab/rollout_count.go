@@ -153,7 +153,7 @@ func revisionResult(i int, rev string, c revCount, prom promCounts, vs []exporte
 	r := Result{Name: fmt.Sprintf("rollout/revision-%s (%s)", rev, revisionLabels[i]), Source: "prometheus",
 		ClientRefused: c.refused, DrainwatchRefused: prom.refused[rev], ClientKilled: c.killed,
 		DrainwatchKilled: prom.killed[rev], Diagnoses: diagnosisCodes(mine...),
-		Note: fmt.Sprintf("%d pods; api: refused %d killed %d; clients: %s; router: %s", len(mine),
+		Note: fmt.Sprintf("%d pods; api: refused %d killed %d; whole run: clients %s, router %s", len(mine),
 			api.RefusedAfterSigterm, api.RequestsKilledBySigkill, client.Summarize(run.reqs), routerSummary(run.conns))}
 	if api.RefusedAfterSigterm != prom.refused[rev] || api.RequestsKilledBySigkill != prom.killed[rev] {
 		r.Error = fmt.Sprintf("prometheus (refused %d, killed %d) differs from the daemons' API (refused %d, killed %d)",

@@ -17,19 +17,20 @@ const scenarioTimeout = 4 * time.Minute
 // Scenario is one of the lab's scenarios; it may report several rows (the
 // rolling update reports one per revision).
 type Scenario struct {
-	Name string
-	Run  func(ctx context.Context, l *Lab) ([]Result, error)
+	Name  string
+	About string // one line: what the scenario shows
+	Run   func(ctx context.Context, l *Lab) ([]Result, error)
 }
 
 // Scenarios are issue 6's scenarios, in the order the lab runs them.
 func Scenarios() []Scenario {
 	return []Scenario{
-		{"seeds/naive", seedsScenario(seedsNaive)},
-		{"seeds/protocol-1.5s", seedsScenario(seedsProtocol)},
-		{"seeds/protocol-0s", seedsScenario(seedsProtocolNoDelay)},
-		{"rollout", rolloutScenario},
-		{"ignore-term", ignoreTermScenario},
-		{"prestop-fails", prestopFailsScenario},
+		{"seeds/naive", "the seeds' naive server: the listener closes at SIGTERM while traffic still comes", seedsScenario(seedsNaive)},
+		{"seeds/protocol-1.5s", "the protocol: /ready 503 at SIGTERM, still serving 1.5 s, then drain", seedsScenario(seedsProtocol)},
+		{"seeds/protocol-0s", "the protocol without its delay: right order, no window, same refusals", seedsScenario(seedsProtocolNoDelay)},
+		{"rollout", "a rolling update behind a router 1 s late, before and after preStop sleep 2 s", rolloutScenario},
+		{"ignore-term", "a shell as PID 1 ignores SIGTERM: SIGKILL cuts the requests in flight", ignoreTermScenario},
+		{"prestop-fails", "a preStop exec of a missing binary: FailedPreStopHook, then SIGTERM at once", prestopFailsScenario},
 	}
 }
 
@@ -72,7 +73,7 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 func (l *Lab) RunScenarios(ctx context.Context) []Result {
 	var results []Result
 	for _, s := range Selected(l.cfg.Scenarios) {
-		l.progress.Step("scenario %s", s.Name)
+		l.progress.Step("scenario %s: %s", s.Name, s.About)
 		sctx, cancel := context.WithTimeout(ctx, scenarioTimeout)
 		rs, err := s.Run(sctx, l)
 		cancel()

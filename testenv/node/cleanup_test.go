@@ -112,7 +112,7 @@ func TestSweepRemovesWhatADeadAgentLeft(t *testing.T) {
 	defer cancel()
 	l := newLab(t, ctx, "t-sweep")
 	nodeNS := l.agent.NodeNS().Path()
-	removed, err := node.Sweep("t-sweep")
+	removed, err := node.Sweep(l.agent.Name())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,4 +122,50 @@ func TestSweepRemovesWhatADeadAgentLeft(t *testing.T) {
 	if _, err := os.Stat(l.fabric.Path()); err != nil {
 		t.Fatalf("the fabric was swept too: %v", err)
 	}
+}
+
+// TestForceDeleteShortensTheGrace: a pod ignoring SIGTERM is deleted with
+// its 30 s grace, then force-deleted (grace 0) a second later. Like the
+// kubelet, the agent abandons the first kill and kills again with grace 1,
+// floored to 2 s: SIGKILL about 3 s after the first delete, not 30.
+func TestForceDeleteShortensTheGrace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l := newLab(t, ctx, "t-force")
+	created, h := l.create(t, ctx, l.serverPod("web", "ignore-term", 30, nil))
+	h.until(t, ctx, "Ready", podReady)
+	info, _ := l.agent.Pod(created.UID)
+	if err := l.client.CoreV1().Pods(l.ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	zero := int64(0)
+	if err := l.client.CoreV1().Pods(l.ns).Delete(ctx, "web", metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	h.lastBeforeDelete(t, ctx)
+	var terms []node.Termination
+	for i := 0; i < 100 && len(terms) < 2; i++ {
+		time.Sleep(100 * time.Millisecond)
+		terms = l.agent.Terminations(created.UID)
+	}
+	if len(terms) != 2 {
+		t.Fatalf("%d terminations after 10 s, want the abandoned one and the forced one", len(terms))
+	}
+	first, second := terms[0], terms[1]
+	got := fmt.Sprintf("first grace=%d superseded=%t sigkill=%t | second grace=%d stop_timeout=%d sigkill=%t exit=%d",
+		first.Grace, first.Superseded, !first.SIGKILLAt.IsZero(), second.Grace, second.StopTimeout, !second.SIGKILLAt.IsZero(), second.ExitCode)
+	if want := "first grace=30 superseded=true sigkill=false | second grace=1 stop_timeout=2 sigkill=true exit=137"; got != want {
+		t.Fatalf("\n got %s\nwant %s", got, want)
+	}
+	if d := second.SIGKILLAt.Sub(second.StopSignalAt); d < 2*time.Second || d >= 2500*time.Millisecond {
+		t.Fatalf("SIGKILL %s after the second stop signal, want the 2 s floor", d)
+	}
+	for i := 0; i < 50; i++ {
+		if _, err := os.Stat(info.Netns); os.IsNotExist(err) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	mustNotExist(t, info.Netns, info.PodCgroup)
 }

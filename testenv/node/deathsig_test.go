@@ -57,7 +57,8 @@ func TestAgentDeathKillsContainers(t *testing.T) {
 	defer cancel()
 	l := newLab(t, ctx, "t-death-api") // for the namespace, client and dwserver build
 	cmd := exec.CommandContext(ctx, os.Args[0])
-	cmd.Env = append(os.Environ(), helperEnv+"=t-death", "KUBECONFIG="+cptest.Get(t).Kubeconfig, "DW_SERVER="+dwserver.path)
+	name := uniqueName("t-death")
+	cmd.Env = append(os.Environ(), helperEnv+"="+name, "KUBECONFIG="+cptest.Get(t).Kubeconfig, "DW_SERVER="+dwserver.path)
 	cmd.Stderr = os.Stderr
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
@@ -68,7 +69,7 @@ func TestAgentDeathKillsContainers(t *testing.T) {
 		t.Fatalf("helper agent said %q", line)
 	}
 	pod := l.serverPod("orphan", "ignore-term", 30, nil)
-	pod.Spec.NodeName = "t-death"
+	pod.Spec.NodeName = name
 	created, h := l.create(t, ctx, pod)
 	ready := h.until(t, ctx, "Ready", podReady)
 	id := strings.TrimPrefix(ready.Status.ContainerStatuses[0].ContainerID, "containerd://")
@@ -76,7 +77,7 @@ func TestAgentDeathKillsContainers(t *testing.T) {
 	scope := filepath.Join(root, node.ContainerScope(corev1.PodQOSBestEffort, created.UID, id))
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill() // cleanups run last-in first-out: the agent must be dead first
-		removeSlice(t, filepath.Dir(scope))
+		removeSlice(t, name, filepath.Dir(scope))
 	})
 	pids := cgroupPIDs(t, scope)
 	if len(pids) != 2 { // the shell (PID 1) and the server under it
@@ -90,7 +91,7 @@ func TestAgentDeathKillsContainers(t *testing.T) {
 	if left := cgroupPIDs(t, scope); len(left) > 0 {
 		t.Fatalf("processes %v survived their agent", left)
 	}
-	removed, err := node.Sweep("t-death")
+	removed, err := node.Sweep(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +102,11 @@ func TestAgentDeathKillsContainers(t *testing.T) {
 
 // removeSlice removes a dead agent's pod slice and its scopes (what
 // Sweep leaves for a minute), and its namespaces if the test stopped early.
-func removeSlice(t *testing.T, slice string) {
+func removeSlice(t *testing.T, nodeName string, slice string) {
 	for i := 0; i < 50 && populated(slice); i++ {
 		time.Sleep(100 * time.Millisecond)
 	}
-	_, _ = node.Sweep("t-death")
+	_, _ = node.Sweep(nodeName)
 	leftovers, _ := filepath.Glob(filepath.Join(slice, "*.scope"))
 	for _, p := range append(leftovers, slice) {
 		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {

@@ -2,9 +2,9 @@ package node_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -53,7 +53,10 @@ func newLab(t *testing.T, ctx context.Context, nodeName string) *lab {
 	if dwserver.err != nil {
 		t.Fatal(dwserver.err)
 	}
-	l := &lab{client: cp.Client, ns: strings.ToLower(nodeName)}
+	// Unique names: the control plane is shared by the package's tests and
+	// by -count=N repeats; a node name reused would adopt old pods.
+	nodeName = uniqueName(nodeName)
+	l := &lab{client: cp.Client, ns: nodeName}
 	fabric, err := netlab.NewFabric("fabric")
 	if err != nil {
 		t.Fatal(err)
@@ -197,4 +200,11 @@ func mustNotExist(t *testing.T, paths ...string) {
 			t.Errorf("%s still exists (err %v)", p, err)
 		}
 	}
+}
+
+// uniqueName appends 4 random hex digits to a test's name.
+func uniqueName(base string) string {
+	b := make([]byte, 2)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%x", base, b)
 }

@@ -24,33 +24,41 @@ type Termination struct {
 	PreStopEnd     time.Time // zero when the hook outlived the grace
 	PreStopElapsed int64     // whole seconds, as subtracted from Grace
 	PreStopErr     string    // non-empty: FailedPreStopHook was recorded
-	StopTimeout    int64     // seconds between the stop signal and SIGKILL
-	StopSignal     syscall.Signal
-	StopSignalAt   time.Time
-	SIGKILLAt      time.Time // zero when the container exited in time
-	ExitAt         time.Time
-	ExitCode       int32
+	// Superseded: a shorter grace period arrived before this kill ended; the
+	// next Termination of the container is the kill with that grace.
+	Superseded   bool
+	StopTimeout  int64 // seconds between the stop signal and SIGKILL
+	StopSignal   syscall.Signal
+	StopSignalAt time.Time
+	SIGKILLAt    time.Time // zero when the container exited in time
+	ExitAt       time.Time
+	ExitCode     int32
 }
 
 // killContainer stops a container like kuberuntime's killContainer followed
 // by containerd's StopContainer: Killing event, preStop bounded by the
 // grace, stop signal to PID 1, wait, SIGKILL.
-func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, c *container, podIP string, grace int64) *Termination {
-	return a.killContainerWithMessage(ctx, pod, c, podIP, grace, "Stopping container "+c.spec.Name)
+//
+// Closing abort abandons the kill (no SIGKILL): a shorter grace period
+// arrived and the caller kills again with it.
+func (a *Agent) killContainer(ctx context.Context, pod *corev1.Pod, c *container, podIP string, grace int64, abort <-chan struct{}) *Termination {
+	return a.killContainerWithMessage(ctx, pod, c, podIP, grace, "Stopping container "+c.spec.Name, abort)
 }
 
 // killContainerWithMessage is killContainer with the Killing event's
 // message (a liveness failure says why).
-func (a *Agent) killContainerWithMessage(ctx context.Context, pod *corev1.Pod, c *container, podIP string, grace int64, message string) *Termination {
+func (a *Agent) killContainerWithMessage(ctx context.Context, pod *corev1.Pod, c *container, podIP string, grace int64, message string, abort <-chan struct{}) *Termination {
 	t := &Termination{Pod: pod.Namespace + "/" + pod.Name, PodUID: pod.UID, Container: c.spec.Name, ContainerID: c.id, Grace: grace}
 	t.Killing = time.Now()
 	a.events.record(pod, c.spec.Name, corev1.EventTypeNormal, ReasonKilling, message)
 	if c.spec.Lifecycle != nil && c.spec.Lifecycle.PreStop != nil && grace > 0 {
-		grace -= a.preStop(ctx, pod, c, podIP, grace, t)
+		grace -= a.preStop(ctx, pod, c, podIP, grace, t, abort)
 	}
 	t.StopTimeout = StopTimeout(grace, 0)
-	a.stopContainer(ctx, c, t)
-	t.ExitAt, t.ExitCode = c.finished, c.exitCode
+	a.stopContainer(ctx, c, t, abort)
+	if !c.running() {
+		t.ExitAt, t.ExitCode = c.finished, c.exitCode
+	}
 	a.log.Info().Str("pod", t.Pod).Str("container", t.Container).Int64("grace", t.Grace).
 		Int64("prestop_s", t.PreStopElapsed).Int64("stop_timeout", t.StopTimeout).
 		Bool("sigkill", !t.SIGKILLAt.IsZero()).Int32("exit_code", t.ExitCode).Msg("container stopped")
@@ -60,7 +68,7 @@ func (a *Agent) killContainerWithMessage(ctx context.Context, pod *corev1.Pod, c
 // preStop runs the hook in a goroutine and waits for it at most grace
 // seconds; it returns the elapsed whole seconds. A failure is recorded as
 // FailedPreStopHook whenever it happens, even after the grace ran out.
-func (a *Agent) preStop(ctx context.Context, pod *corev1.Pod, c *container, podIP string, grace int64, t *Termination) int64 {
+func (a *Agent) preStop(ctx context.Context, pod *corev1.Pod, c *container, podIP string, grace int64, t *Termination, abort <-chan struct{}) int64 {
 	hook := c.spec.Lifecycle.PreStop
 	// tcpSocket is deprecated for hooks: the kubelet fails it as an invalid
 	// handler, and so does runHandler without it.
@@ -89,6 +97,7 @@ func (a *Agent) preStop(ctx context.Context, pod *corev1.Pod, c *container, podI
 		}
 	case <-time.After(time.Duration(grace) * time.Second):
 	case <-ctx.Done(): // the agent is stopping
+	case <-abort:
 	}
 	t.PreStopElapsed = PreStopElapsed(time.Since(t.PreStopStart))
 	return t.PreStopElapsed
@@ -111,13 +120,19 @@ func handlerKind(h handler) string {
 // stopContainer is containerd's StopContainer(timeout): the stop signal
 // once to the init process, wait up to the timeout, then SIGKILL and wait
 // for the exit (bounded: the cgroup is killed as a last resort).
-func (a *Agent) stopContainer(ctx context.Context, c *container, t *Termination) {
+func (a *Agent) stopContainer(ctx context.Context, c *container, t *Termination, abort <-chan struct{}) {
 	sig, err := StopSignal(&c.spec)
 	if err != nil {
 		a.log.Warn().Err(err).Str("container", c.spec.Name).Msg("bad stop signal, using SIGTERM")
 		sig = syscall.SIGTERM
 	}
 	t.StopSignal = sig
+	select {
+	case <-abort:
+		t.Superseded = true
+		return
+	default:
+	}
 	if c.running() {
 		t.StopSignalAt = time.Now()
 		_ = c.proc.Signal(sig)
@@ -127,6 +142,9 @@ func (a *Agent) stopContainer(ctx context.Context, c *container, t *Termination)
 		return
 	case <-time.After(time.Duration(t.StopTimeout) * time.Second):
 	case <-ctx.Done(): // the agent is stopping: no more grace
+	case <-abort:
+		t.Superseded = true
+		return
 	}
 	t.SIGKILLAt = time.Now()
 	_ = c.proc.Signal(syscall.SIGKILL)

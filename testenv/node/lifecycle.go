@@ -146,7 +146,7 @@ func (w *podWorker) onProbe(ctx context.Context, r probeResult) {
 	}
 	if !r.passing && !w.terminating {
 		msg := fmt.Sprintf("Container %s failed liveness probe, will be restarted", r.container.spec.Name)
-		go w.a.killContainerWithMessage(ctx, w.pod, r.container, w.sb.IP, GracePeriod(w.pod), msg)
+		go w.a.killContainerWithMessage(ctx, w.pod, r.container, w.sb.IP, GracePeriod(w.pod), msg, nil)
 	}
 }
 

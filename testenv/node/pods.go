@@ -70,7 +70,7 @@ func (a *Agent) onPodDeleted(obj any) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if w := a.workers[pod.UID]; w != nil {
-		w.markGone()
+		w.markGone(pod)
 	}
 }
 

@@ -109,7 +109,8 @@ func TestNodeRegisteredAndScheduledTo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	l := newLab(t, ctx, "t-sched")
-	n, err := l.client.CoreV1().Nodes().Get(ctx, "t-sched", metav1.GetOptions{})
+	name := l.agent.Name()
+	n, err := l.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,10 +126,10 @@ func TestNodeRegisteredAndScheduledTo(t *testing.T) {
 	}
 	pod := l.serverPod("sched", "naive", 5, nil)
 	pod.Spec.NodeName = ""
-	pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "t-sched"}
+	pod.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": name}
 	_, h := l.create(t, ctx, pod)
 	got := h.until(t, ctx, "scheduled and Ready", podReady)
-	if got.Spec.NodeName != "t-sched" {
+	if got.Spec.NodeName != name {
 		t.Fatalf("bound to %q", got.Spec.NodeName)
 	}
 }

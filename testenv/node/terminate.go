@@ -15,19 +15,57 @@ import (
 // (when the pod was deleted gracefully) deletes it with grace 0 — the
 // kubelet's order: the API object goes only after the pod's resources are
 // reclaimed.
+//
+// A grace period can only shrink (calculateEffectiveGracePeriod): when a
+// later version of the pod carries a shorter one (a second delete, a force
+// delete), the round in progress is abandoned and the containers still
+// running are killed again with the shorter grace, as the kubelet's pod
+// worker does when it cancels and restarts its terminating sync.
 func (w *podWorker) terminate(ctx context.Context, grace int64, deleteAfter bool) {
 	w.terminating = true
 	for _, cancel := range w.stopLiveness {
 		cancel()
 	}
-	w.log.Info().Int64("grace", grace).Msg("terminating pod")
+	for grace > 0 {
+		w.log.Info().Int64("grace", grace).Msg("terminating pod")
+		var shorter int64
+		shorter, deleteAfter = w.killRound(ctx, grace, deleteAfter)
+		grace = shorter
+	}
+	w.drainExits()
+	w.stopProbes()
+	w.push(ctx)
+	w.teardown()
+	if deleteAfter {
+		w.deleteFromAPI(ctx)
+	}
+}
+
+// killRound kills the running containers with the grace period and waits
+// for them. It returns a shorter grace period when one arrived meanwhile
+// (0 otherwise), and whether the pod is still in the API to be deleted.
+func (w *podWorker) killRound(ctx context.Context, grace int64, inAPI bool) (int64, bool) {
+	abort := make(chan struct{})
 	done := make(chan *Termination, len(w.containers))
-	running := 0
+	running, pod := 0, w.pod
 	for _, cs := range w.containers {
 		if cs.run != nil && cs.terminated == nil {
 			running++
-			go func(c *container) { done <- w.a.killContainer(ctx, w.pod, c, w.sb.IP, grace) }(cs.run)
+			go func(c *container) {
+				done <- w.a.killContainer(ctx, pod, c, w.sb.IP, grace, abort)
+			}(cs.run)
 		}
+	}
+	var shorter int64
+	shrink := func(p *corev1.Pod) {
+		if g := GracePeriod(p); shorter == 0 && g < grace {
+			shorter = g
+			close(abort)
+		}
+	}
+	gone := w.gone
+	if !inAPI {
+		gone = nil
 	}
 	for running > 0 {
 		select {
@@ -40,15 +78,15 @@ func (w *podWorker) terminate(ctx context.Context, grace int64, deleteAfter bool
 			w.onExit(ctx, c)
 		case r := <-w.probes:
 			w.onProbe(ctx, r)
+		case p := <-w.updates:
+			w.setPod(p)
+			shrink(p)
+		case <-gone:
+			gone, inAPI = nil, false
+			shrink(w.final())
 		}
 	}
-	w.drainExits()
-	w.stopProbes()
-	w.push(ctx)
-	w.teardown()
-	if deleteAfter {
-		w.deleteFromAPI(ctx)
-	}
+	return shorter, inAPI
 }
 
 // drainExits consumes exit notifications still queued, so the final status

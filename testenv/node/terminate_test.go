@@ -138,7 +138,7 @@ func TestDeleteRunsKillingPreStopThenStopSignal(t *testing.T) {
 		t.Fatalf("PID 1 saw the signal at %+v (found %t), agent sent it at %s", sig, ok, tm.StopSignalAt)
 	}
 	evs := l.kubeletEvents(t, ctx, string(d.info.UID))
-	if want := "Normal Killing \"Stopping container srv\" spec.containers{srv} kubelet/t-delete"; strings.Join(evs, "\n") != want {
+	if want := "Normal Killing \"Stopping container srv\" spec.containers{srv} kubelet/" + l.agent.Name(); strings.Join(evs, "\n") != want {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(evs, "\n"), want)
 	}
 }
@@ -198,8 +198,8 @@ func TestPreStopExecOfMissingBinaryFails(t *testing.T) {
 		t.Fatalf("preStop error %q", d.term.PreStopErr)
 	}
 	evs := strings.Join(l.kubeletEvents(t, ctx, string(d.info.UID)), "\n")
-	want = "Normal Killing \"Stopping container srv\" spec.containers{srv} kubelet/t-hookfail\n" +
-		"Warning FailedPreStopHook \"PreStopHook failed\" spec.containers{srv} kubelet/t-hookfail"
+	want = "Normal Killing \"Stopping container srv\" spec.containers{srv} kubelet/" + l.agent.Name() + "\n" +
+		"Warning FailedPreStopHook \"PreStopHook failed\" spec.containers{srv} kubelet/" + l.agent.Name()
 	if evs != want {
 		t.Fatalf("events:\n%s\nwant:\n%s", evs, want)
 	}

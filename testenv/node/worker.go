@@ -18,6 +18,7 @@ type podWorker struct {
 	log zerolog.Logger
 
 	pod         *corev1.Pod // latest seen
+	last        *corev1.Pod // the state it was removed from the API with
 	sb          *sandbox
 	containers  map[string]*containerStatus
 	conditions  map[corev1.PodConditionType]corev1.PodCondition
@@ -64,8 +65,32 @@ func (w *podWorker) update(pod *corev1.Pod) {
 	w.updates <- pod
 }
 
-// markGone tells the worker its pod was removed from the API.
-func (w *podWorker) markGone() { w.goneOnce.Do(func() { close(w.gone) }) }
+// markGone tells the worker its pod was removed from the API, with the
+// pod's last state.
+func (w *podWorker) markGone(last *corev1.Pod) {
+	w.goneOnce.Do(func() {
+		w.mu.Lock()
+		w.last = last
+		w.mu.Unlock()
+		close(w.gone)
+	})
+}
+
+// final is the pod's last state: the one it was removed with, if it was.
+func (w *podWorker) final() *corev1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.last != nil {
+		return w.last
+	}
+	return w.pod
+}
+
+func (w *podWorker) setPod(p *corev1.Pod) {
+	w.mu.Lock()
+	w.pod = p
+	w.mu.Unlock()
+}
 
 // run is the worker's loop: start the pod, follow its containers and
 // probes, and terminate it when it is deleted or the agent stops.
@@ -77,15 +102,13 @@ func (w *podWorker) run(ctx context.Context) {
 	for {
 		select {
 		case p := <-w.updates:
-			w.mu.Lock()
-			w.pod = p
-			w.mu.Unlock()
+			w.setPod(p)
 			if p.DeletionTimestamp != nil {
 				w.terminate(ctx, GracePeriod(p), true)
 				return
 			}
 		case <-w.gone:
-			w.terminate(ctx, GracePeriod(w.pod), false)
+			w.terminate(ctx, GracePeriod(w.final()), false)
 			return
 		case c := <-w.exits:
 			w.onExit(ctx, c)

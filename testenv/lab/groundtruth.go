@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"strings"
 	"time"
 
 	"github.com/drainwatch/drainwatch/testenv/client"
@@ -14,11 +15,13 @@ import (
 // the resets it passes on to the clients.
 //
 // Killed: a request to the pod that was in flight when the container died
-// of SIGKILL: its connection was established (not refused), it got no
-// complete response, it started before the container had died (the node
-// agent's exit time: every process of the container gone, the runtime's
-// ground truth) and its connection ended with a reset or an EOF at or after
-// the SIGKILL. This is requests_killed_by_sigkill seen from the other end: a
+// of SIGKILL: its connection was established (not refused) and its request
+// written (the write returned: on testenv's veth links the bytes are then in
+// the server's receive queue; a write that fails met a socket already torn
+// down), it got no complete response, it started before the container had
+// died (the node agent's exit time: every process of the container gone, the
+// runtime's ground truth) and its connection ended with a reset or an EOF at
+// or after the SIGKILL. This is requests_killed_by_sigkill seen from the other end: a
 // connection the server had accepted (or held in its accept queue) with
 // request bytes it never answered. A request that reached the listener
 // between the SIGKILL and the death of the last process counts: the kernel
@@ -59,5 +62,9 @@ func killed(r client.Request, d death) bool {
 		return false
 	}
 	cut := r.Outcome == client.Reset || r.Outcome == client.EOF
-	return cut && r.Start.Before(d.exit) && !r.End.Before(d.sigkill)
+	return cut && written(r) && r.Start.Before(d.exit) && !r.End.Before(d.sigkill)
 }
+
+// written reports whether the request's failure came after its request was
+// written: client.Get records a failed write as a net.OpError "write ...".
+func written(r client.Request) bool { return !strings.HasPrefix(r.Err, "write ") }

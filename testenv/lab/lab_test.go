@@ -54,7 +54,11 @@ func TestLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := t.TempDir()
+	out, err := os.MkdirTemp("", "drainwatch-lab-results-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { keepOnFailure(t, out) })
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	results, err := lab.Run(ctx, lab.Config{Out: out, Drainwatch: bin, ControlPlane: cp, NodePrefix: "labt-",
 		Progress: lab.NewProgress(testWriter{t}), Log: log, Screenshots: true})
@@ -127,6 +131,15 @@ func checkScreenshots(t *testing.T, out string) {
 		}
 		f.Close()
 	}
+}
+
+// keepOnFailure removes the results directory unless the test failed.
+func keepOnFailure(t *testing.T, out string) {
+	if t.Failed() {
+		t.Logf("results kept in %s", out)
+		return
+	}
+	os.RemoveAll(out)
 }
 
 // testWriter sends the lab's progress to the test log.

@@ -25,10 +25,14 @@ func TestKilled(t *testing.T) {
 		{"accepted between the kill and the death", 100.002, 100.01, client.Reset, true},
 		{"started after the death", 100.5, 100.6, client.Reset, false},
 		{"refused", 99.9, 100.1, client.Refused, false},
+		{"write failed", 100.001, 100.002, client.Reset, false},
 		{"timed out", 99, 101, client.Timeout, false},
 	}
 	for _, tc := range cases {
-		r := client.Request{Start: at(tc.start), End: at(tc.end), Outcome: tc.outcome}
+		r := client.Request{Start: at(tc.start), End: at(tc.end), Outcome: tc.outcome, Err: "read tcp: connection reset by peer"}
+		if tc.name == "write failed" {
+			r.Err = "write tcp 10.0.0.1:1->10.0.0.2:8080: write: broken pipe"
+		}
 		if got := killed(r, kill); got != tc.want {
 			t.Errorf("%s: killed = %v, want %v", tc.name, got, tc.want)
 		}

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl
 # from the k8s.io/kubernetes Go module pinned in testenv/k8sbuild, once per version.
+# Concurrent runs wait for each other (flock) instead of building twice.
 set -euo pipefail
 version=$1 out=$2
 cd "$(dirname "$0")/../k8sbuild"
 mkdir -p "$out"
+exec 9>"$out/.build.lock"
+flock 9
 declare -A pkgs=(
   [etcd]=go.etcd.io/etcd/server/v3
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
@@ -12,11 +15,19 @@ declare -A pkgs=(
   [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
 )
+# Stamp the release into the binaries as Kubernetes' own build does, so
+# /version and `kubectl version` say v1.37.2 instead of v0.0.0-master.
+major=${version#v}; major=${major%%.*}
+minor=${version#v*.}; minor=${minor%%.*}
+stamp=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  stamp+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+done
 for name in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   if [ -x "$out/$name" ]; then continue; fi
   echo ">> building $name $version (first time only; a few minutes)..."
   start=$(date +%s)
-  go build -trimpath -ldflags=-s -o "$out/$name.tmp" "${pkgs[$name]}"
+  go build -trimpath -ldflags="-s$stamp" -o "$out/$name.tmp" "${pkgs[$name]}"
   mv "$out/$name.tmp" "$out/$name"
   echo "   $name built in $(( $(date +%s) - start ))s"
 done

@@ -169,3 +169,38 @@ func TestForceDeleteShortensTheGrace(t *testing.T) {
 	}
 	mustNotExist(t, info.Netns, info.PodCgroup)
 }
+
+// TestCompletedPodIsTornDownThenDeleted: a restartPolicy Never container
+// (local:/bin/sh) that exits 3 on its own leaves the pod Failed with its
+// exit code, its namespace and cgroups removed while the Pod object stays;
+// deleting it then needs no kill (no Killing event).
+func TestCompletedPodIsTornDownThenDeleted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l := newLab(t, ctx, "t-complete")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job", Namespace: l.ns}, Spec: corev1.PodSpec{
+		NodeName: l.agent.Name(), RestartPolicy: corev1.RestartPolicyNever,
+		Containers: []corev1.Container{{Name: "sh", Image: "local:/bin/sh", Args: []string{"-c", "sleep 0.5; exit 3"}}},
+	}}
+	created, h := l.create(t, ctx, pod)
+	done := h.until(t, ctx, "Failed", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodFailed })
+	info, _ := l.agent.Pod(created.UID)
+	tt := done.Status.ContainerStatuses[0].State.Terminated
+	if tt == nil || tt.ExitCode != 3 || tt.Reason != "Error" {
+		t.Fatalf("terminated state %+v, want exit 3 Error", tt)
+	}
+	for i := 0; i < 50; i++ {
+		if _, err := os.Stat(info.Netns); os.IsNotExist(err) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	mustNotExist(t, info.Netns, info.PodCgroup)
+	if err := l.client.CoreV1().Pods(l.ns).Delete(ctx, "job", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.lastBeforeDelete(t, ctx)
+	if terms := l.agent.Terminations(created.UID); len(terms) != 0 {
+		t.Fatalf("a finished pod was killed: %+v", terms)
+	}
+}

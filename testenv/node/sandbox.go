@@ -60,6 +60,7 @@ type sandbox struct {
 	// is in no containerStatus, so attribution must skip it, as on a node.
 	sandboxID    string
 	sandboxScope string
+	removed      bool // removeSandbox ran: the address may belong to another pod now
 }
 
 // createSandbox makes the pod's namespace (eth0 on the node bridge, default
@@ -107,6 +108,10 @@ func (a *Agent) wireSandbox(pod *corev1.Pod, sb *sandbox) error {
 // removeSandbox deletes the namespace (its veth goes with it), the pod slice
 // and releases the address. Containers must be gone already.
 func (a *Agent) removeSandbox(sb *sandbox) error {
+	if sb.removed {
+		return nil
+	}
+	sb.removed = true
 	var first error
 	if sb.ns != nil {
 		first = sb.ns.Close()

@@ -30,7 +30,7 @@ import (
 // Options configures Start.
 type Options struct {
 	Nodes int    // node agents; 1 when zero
-	Dir   string // state directory; a temporary one when empty
+	Dir   string // state directory; a new temporary one when empty (kept after Stop, for its logs)
 	// NodePrefix names nodes <prefix>1..N ("node-" when empty); the CLI uses
 	// its own prefix so `down` can find what it made.
 	NodePrefix string
@@ -72,9 +72,13 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	return c, nil
 }
 
-// StartT starts a cluster for a test and stops it when the test ends.
+// StartT starts a cluster for a test and stops it when the test ends. Without
+// opts.Dir its state (pod logs included) goes to t.TempDir().
 func StartT(t testing.TB, opts Options) *Cluster {
 	t.Helper()
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
 	c, err := Start(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("starting cluster: %v", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
+	"github.com/drainwatch/drainwatch/testenv/router"
 	"github.com/drainwatch/drainwatch/testenv/workload"
 )
 
@@ -28,7 +29,7 @@ func Example_rollout() {
 	reqs, _ := load.Run(ctx)
 	fmt.Println(client.Summarize(reqs)) // e.g. ok=470 reset=30: the router's refusals
 	for _, cn := range r.Conns() {
-		if cn.Outcome == "refused" {
+		if cn.Outcome == router.Refused {
 			fmt.Println(cn.Backend) // the pod that refused, per connection
 		}
 	}

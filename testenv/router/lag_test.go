@@ -52,6 +52,9 @@ func TestRouterLagsBehindEndpointSlice(t *testing.T) {
 	if len(changes) != 2 || changes[1].Applied.IsZero() || changes[1].Applied.Sub(changes[1].Seen) < delay {
 		t.Fatalf("changes %+v: want the removal applied %v after it was seen", changes, delay)
 	}
+	if n := len(r.ByClient()); n != 250 {
+		t.Fatalf("ByClient has %d client addresses, want 250", n)
+	}
 	checkLag(t, reqs, r.Conns(), gone, changes[1])
 }
 

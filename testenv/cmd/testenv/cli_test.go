@@ -16,6 +16,9 @@ import (
 // cli builds this command once per test and returns a runner for it.
 func cli(t *testing.T) func(args ...string) (string, error) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: starts whole clusters")
+	}
 	privileged.RequireRoot(t)
 	if _, err := controlplane.BinDir(); err != nil {
 		if privileged.InCI() {

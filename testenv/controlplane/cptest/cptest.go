@@ -7,6 +7,7 @@ package cptest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -22,10 +23,13 @@ var (
 	sharedErr error
 )
 
-// Main starts the control plane (when its binaries exist), runs the tests,
-// stops it and exits. Its state directory is kept when a test failed.
+// Main starts the control plane (when its binaries exist and the run is not
+// -short), runs the tests, stops it and exits. Its state directory is kept when a test failed.
 func Main(m *testing.M) {
-	if _, err := controlplane.BinDir(); err != nil {
+	flag.Parse()
+	if testing.Short() {
+		// make test-unit: no control plane; Get skips.
+	} else if _, err := controlplane.BinDir(); err != nil {
 		sharedErr = err
 	} else {
 		log := zerolog.New(zerolog.NewConsoleWriter(func(w *zerolog.ConsoleWriter) { w.Out = os.Stderr })).
@@ -50,6 +54,9 @@ func Main(m *testing.M) {
 // CI and fail it in CI; a failed start fails it.
 func Get(t testing.TB) *controlplane.ControlPlane {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no control plane")
+	}
 	if _, err := controlplane.BinDir(); err != nil {
 		if privileged.InCI() {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -24,7 +25,7 @@ var (
 )
 
 // Main starts the control plane (when its binaries exist and the run is not
-// -short), runs the tests, stops it and exits. Its state directory is kept when a test failed.
+// -short), runs the tests, stops it and exits. Its logs are kept when a test failed.
 func Main(m *testing.M) {
 	flag.Parse()
 	if testing.Short() {
@@ -44,6 +45,8 @@ func Main(m *testing.M) {
 		if code == 0 {
 			os.RemoveAll(shared.Dir)
 		} else {
+			// Keep the logs, not etcd's 120 MB of preallocated WAL.
+			os.RemoveAll(filepath.Join(shared.Dir, "etcd"))
 			fmt.Fprintln(os.Stderr, "control-plane logs kept in", shared.Dir)
 		}
 	}

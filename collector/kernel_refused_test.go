@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"context"
 	"errors"
 	"syscall"
 	"testing"
@@ -59,4 +60,38 @@ func refuse(t *testing.T, l *lab, n int) int {
 		}
 	}
 	return refused
+}
+
+// TestRefusedIPv6: the same over IPv6 (headers parsed from the skb).
+func TestRefusedIPv6(t *testing.T) {
+	const n = 10
+	l := newLab(t)
+	if err := l.client.IP("addr add fd00:251::1/64 dev veth0 nodad"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.server.IP("addr add fd00:251::2/64 dev veth0 nodad"); err != nil {
+		t.Fatal(err)
+	}
+	k := openTestKernel(t, KernelOptions{})
+	if err := k.WatchNetns(l.server.Inode()); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err := l.client.Dial(ctx, "tcp6", "[fd00:251::2]:9")
+		cancel()
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Fatalf("attempt %d: %v, want ECONNREFUSED", i, err)
+		}
+	}
+	evs := collect(k, 10*time.Second, func(evs []Event) bool { return len(evs) >= n })
+	evs = append(evs, drain(k, 500*time.Millisecond)...)
+	if got := countType(evs, EventRefused, l.server.Inode()); got != n || len(evs) != n {
+		t.Fatalf("%d refused, %d events; want %d", got, len(evs), n)
+	}
+	for _, ev := range evs {
+		if ev.Local.String() != "[fd00:251::2]:9" || ev.Remote.Addr().String() != "fd00:251::1" {
+			t.Fatalf("refused event %+v", ev)
+		}
+	}
 }

@@ -98,6 +98,36 @@ func ContainerNetns(procRoot, dir string) (ino uint32, ok bool, err error) {
 	return 0, false, sc.Err()
 }
 
+// OpenContainerNetns opens the network namespace of the container whose
+// cgroup is dir (through the first live process in its cgroup.procs) and
+// returns the open file with the namespace's inode. Holding the file keeps
+// the namespace, and so its inode number, from being reused by a new pod
+// while the old pod's events are still attributed by that number. ok is
+// false when the cgroup has no process.
+func OpenContainerNetns(procRoot, dir string) (f *os.File, ino uint32, ok bool, err error) {
+	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("reading processes of cgroup %s: %w", dir, err)
+	}
+	for _, line := range strings.Fields(string(procs)) {
+		pid, err := strconv.Atoi(line)
+		if err != nil {
+			continue
+		}
+		f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(pid), "ns", "net"))
+		if err != nil {
+			continue // exited meanwhile: try the next one
+		}
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+			f.Close()
+			continue
+		}
+		return f, uint32(st.Ino), true, nil
+	}
+	return nil, 0, false, nil
+}
+
 // netnsOfPID returns the inode of /proc/<pid>/ns/net.
 func netnsOfPID(procRoot string, pid int) (uint32, error) {
 	var st syscall.Stat_t

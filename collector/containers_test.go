@@ -121,6 +121,11 @@ func TestContainerNetns(t *testing.T) {
 	if want := uint32(inode(t, "/proc/self/ns/net")); ino != want {
 		t.Fatalf("netns inode = %d, want %d", ino, want)
 	}
+	f, ino2, ok, err := OpenContainerNetns("/proc", dir)
+	if err != nil || !ok || ino2 != ino {
+		t.Fatalf("OpenContainerNetns = %d, %v, %v; want %d", ino2, ok, err, ino)
+	}
+	f.Close()
 	os.WriteFile(filepath.Join(dir, "cgroup.procs"), nil, 0o644)
 	if _, ok, err := ContainerNetns("/proc", dir); ok || err != nil {
 		t.Fatalf("empty cgroup: ok=%v err=%v, want not ok and no error", ok, err)

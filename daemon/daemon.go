@@ -119,6 +119,7 @@ func (d *Daemon) runWired(ctx context.Context) error {
 	closeErr := d.kernel.Close()
 	d.drainKernel()
 	cpErr := d.checkpoint()
+	d.scopes.closeFiles()
 	d.log.Info().Msg("drainwatch stopped")
 	return errors.Join(loopErr, closeErr, cpErr)
 }

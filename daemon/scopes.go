@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"os"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -28,14 +29,16 @@ type podScope struct {
 	uid        string
 	containers map[string]string // container name → container id
 	netns      uint32
+	netnsFile  *os.File          // held: the inode cannot be reused meanwhile
+	hostNet    bool              // the pod uses the node's network namespace
 	cgroups    map[string]uint64 // container name → cgroup id
 	gone       time.Time         // when the API deleted the pod
 }
 
 // pending reports whether some scope of the pod is still unknown.
 func (p *podScope) pending() bool {
-	if p.netns == 0 {
-		return true
+	if p.netns == 0 || (p.netnsFile == nil && !p.hostNet) {
+		return true // unknown, or restored from a checkpoint and not held yet
 	}
 	for name, id := range p.containers {
 		if id != "" && p.cgroups[name] == 0 {

@@ -9,7 +9,10 @@ import (
 	"github.com/drainwatch/drainwatch/collector"
 )
 
-// bind watches and binds the pod's scopes found by the last scan.
+// bind watches and binds the pod's scopes found by the last scan. The
+// pod's network namespace is held open from then until release: a freed
+// namespace's inode number is reused by the next pod's, and events of the
+// new pod would be counted for the old one while both are bound to it.
 func (s *scopeSync) bind(ps *podScope) {
 	found := s.cgroups[ps.uid]
 	for name, id := range ps.containers {
@@ -22,25 +25,42 @@ func (s *scopeSync) bind(ps *podScope) {
 			}
 		}
 	}
-	if ps.netns != 0 {
+	if ps.netnsFile != nil || ps.hostNet {
 		return
 	}
 	// Any cgroup of the pod will do, the sandbox's included: it exists
 	// before the containers start, so the netns is watched before they can
 	// listen.
 	for _, f := range found {
-		ino, ok, err := collector.ContainerNetns(s.proc, f.Dir)
+		file, ino, ok, err := collector.OpenContainerNetns(s.proc, f.Dir)
 		if err != nil || !ok {
 			continue
 		}
 		if s.hostNetns(ino) {
+			file.Close()
 			s.log.Debug().Str("pod_uid", ps.uid).Msg("pod uses the host network: its sockets are not watched")
-			ps.netns = ino // not watched, but no longer pending
+			ps.netns, ps.hostNet = ino, true // not watched, but no longer pending
 			return
 		}
-		s.watchNetns(ps, ino)
+		s.holdNetns(ps, file, ino)
 		return
 	}
+}
+
+// holdNetns binds and holds the pod's network namespace. A namespace
+// restored from a checkpoint is held once a process of the pod shows it is
+// still the pod's; if it is not, the restored inode belonged to a namespace
+// that is gone and is let go.
+func (s *scopeSync) holdNetns(ps *podScope, file *os.File, ino uint32) {
+	ps.netnsFile = file
+	if ps.netns == ino {
+		return // restored and still the pod's: already watched and bound
+	}
+	if ps.netns != 0 && s.netnsOwner[ps.netns] == ps.uid {
+		delete(s.netnsOwner, ps.netns)
+		s.logErr(s.kernel.UnwatchNetns(ps.netns), ps.uid)
+	}
+	s.watchNetns(ps, ino)
 }
 
 func (s *scopeSync) watchCgroup(ps *podScope, container string, id uint64) {
@@ -84,6 +104,9 @@ func (s *scopeSync) release(uid string) {
 		return
 	}
 	delete(s.pods, uid)
+	if ps.netnsFile != nil {
+		ps.netnsFile.Close() // the namespace may go now
+	}
 	if ps.netns != 0 && s.netnsOwner[ps.netns] == uid {
 		delete(s.netnsOwner, ps.netns)
 		s.logErr(s.kernel.UnwatchNetns(ps.netns), uid)
@@ -140,6 +163,16 @@ func (s *scopeSync) restore(recs []ScopeRecord, now time.Time) {
 		}
 		for name, id := range r.Cgroups {
 			s.watchCgroup(ps, name, id)
+		}
+	}
+}
+
+// closeFiles lets go of every held network namespace (daemon shutdown).
+func (s *scopeSync) closeFiles() {
+	for _, ps := range s.pods {
+		if ps.netnsFile != nil {
+			ps.netnsFile.Close()
+			ps.netnsFile = nil
 		}
 	}
 }

@@ -47,5 +47,11 @@ func dumpRouter(t *testing.T, got correlate.Termination, r *router.Router, addr 
 			ks = append(ks, fmt.Sprintf("%.3f", c.Time.Sub(stop).Seconds()))
 		}
 	}
-	t.Logf("%s (%s): router refused at %v\nkernel refused at %v\nmarks %+v", got.Pod, addr, rs, ks, got.Marks)
+	outcomes := map[string]int{}
+	for _, cn := range r.Conns() {
+		if cn.Backend == addr {
+			outcomes[cn.Outcome+" "+cn.Err]++
+		}
+	}
+	t.Logf("%s (%s): router refused at %v\nkernel refused at %v\nrouter outcomes %v\nmarks %+v", got.Pod, addr, rs, ks, outcomes, got.Marks)
 }

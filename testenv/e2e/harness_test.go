@@ -3,12 +3,14 @@ package e2e_test
 import (
 	"context"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 
@@ -37,7 +39,7 @@ func startCluster(t *testing.T, prefix string, nodes int) (*cluster.Cluster, []*
 	privileged.RequireRoot(t)
 	cp := cptest.Get(t)
 	warn := zerolog.New(zerolog.NewConsoleWriter(func(w *zerolog.ConsoleWriter) { w.Out = os.Stderr })).Level(zerolog.WarnLevel)
-	c := cluster.StartT(t, cluster.Options{Nodes: nodes, NodePrefix: prefix, ControlPlane: cp, Log: warn, Dir: t.TempDir()})
+	c := cluster.StartT(t, cluster.Options{Nodes: nodes, NodePrefix: unique(strings.TrimSuffix(prefix, "-")) + "-", ControlPlane: cp, Log: warn, Dir: t.TempDir()})
 	var ds []*nodeDaemon
 	for _, name := range c.NodeNames {
 		ds = append(ds, startDaemon(t, c.RestConfig, name, t.TempDir()))
@@ -138,6 +140,10 @@ func refusedTo(target string, reqs ...[]client.Request) int {
 	}
 	return n
 }
+
+// unique suffixes a name, so that repeated runs (-count) on the shared
+// control plane never meet the previous run's nodes, pods or namespaces.
+func unique(prefix string) string { return prefix + "-" + rand.String(4) }
 
 // corev1Pod shortens signatures.
 type corev1Pod = corev1.Pod

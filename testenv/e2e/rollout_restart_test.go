@@ -30,7 +30,7 @@ func TestRolloutWithDaemonRestart(t *testing.T) {
 	c, ds := startCluster(t, "e2r-", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ns := "e2e-rollout-restart"
+	ns := unique("e2e-rollout-restart")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeNaive, 4)
 	// One pod at a time, 2 s apart: the restart overlaps one termination.
 	dep.Spec.MinReadySeconds = 2

@@ -30,7 +30,7 @@ func TestRSSWith110Pods(t *testing.T) {
 	privileged.RequireRoot(t)
 	cp := cptest.Get(t)
 	warn := zerolog.New(zerolog.NewConsoleWriter(func(w *zerolog.ConsoleWriter) { w.Out = os.Stderr })).Level(zerolog.WarnLevel)
-	c := cluster.StartT(t, cluster.Options{Nodes: 1, NodePrefix: "e2m-", ControlPlane: cp, Log: warn, Dir: t.TempDir()})
+	c := cluster.StartT(t, cluster.Options{Nodes: 1, NodePrefix: unique("e2m") + "-", ControlPlane: cp, Log: warn, Dir: t.TempDir()})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	bin := buildDrainwatch(ctx, t)
@@ -42,7 +42,7 @@ func TestRSSWith110Pods(t *testing.T) {
 	must(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
 
-	ns := "e2e-rss"
+	ns := unique("e2e-rss")
 	dep := cluster.ServerDeployment(ns, "sleepers", "naive", 110)
 	ctr := &dep.Spec.Template.Spec.Containers[0]
 	ctr.Image, ctr.Args, ctr.ReadinessProbe = "local:/bin/sleep", []string{"infinity"}, nil

@@ -51,7 +51,7 @@ func deploy(ctx context.Context, t *testing.T, c *cluster.Cluster, ns string, de
 func prestopBehindRouter(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := "e2e-prestop-router"
+	ns := unique("e2e-prestop-router")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeNaive, 2)
 	dep.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 2}}}
 	pods := deploy(ctx, t, c, ns, dep)
@@ -85,7 +85,7 @@ func prestopBehindRouter(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 func ignoreTermInflight(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := "e2e-ignore-term"
+	ns := unique("e2e-ignore-term")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeIgnoreTerm, 1)
 	dep.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](3)
 	pods := deploy(ctx, t, c, ns, dep)
@@ -126,7 +126,7 @@ func ignoreTermInflight(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 func prestopMissingBinary(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := "e2e-prestop-fail"
+	ns := unique("e2e-prestop-fail")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeProtocol, 1, "--drain-delay=0s")
 	dep.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
 		Exec: &corev1.ExecAction{Command: []string{"/nonexistent/drain"}}}}

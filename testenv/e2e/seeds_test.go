@@ -35,7 +35,7 @@ func TestSeedsDirect(t *testing.T) {
 func seedsDirect(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, name, mode string, args []string, diagnosis string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := "e2e-" + name
+	ns := unique("e2e-" + name)
 	dep := withoutProbe(cluster.ServerDeployment(ns, "web", mode, 1, args...))
 	if err := c.Apply(ctx, cluster.Namespace(ns), dep, cluster.ServiceFor(ns, "web")); err != nil {
 		t.Fatal(err)

@@ -3,11 +3,13 @@ package node
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -28,10 +30,15 @@ type eventSink struct {
 	node   string
 	log    zerolog.Logger
 	queue  chan *corev1.Event
+	seen   map[string]*corev1.Event // written events by identity, for counting repeats
 }
 
+// maxSeenEvents bounds the repeat-counting cache.
+const maxSeenEvents = 4096
+
 func newEventSink(client kubernetes.Interface, node string, log zerolog.Logger) *eventSink {
-	return &eventSink{client: client, node: node, log: log, queue: make(chan *corev1.Event, 1000)}
+	return &eventSink{client: client, node: node, log: log, queue: make(chan *corev1.Event, 1000),
+		seen: map[string]*corev1.Event{}}
 }
 
 // record queues an event about a container of a pod.
@@ -88,11 +95,29 @@ func (s *eventSink) flush() {
 	}
 }
 
+// write creates the event, or, like the kubelet's EventCorrelator, bumps
+// count and lastTimestamp of the identical event already written (same
+// object, container, type, reason and message), so a probe failing every
+// period is one Event with a growing count.
 func (s *eventSink) write(ctx context.Context, ev *corev1.Event) {
-	_, err := s.client.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	key := strings.Join([]string{string(ev.InvolvedObject.UID), ev.InvolvedObject.FieldPath, ev.Type, ev.Reason, ev.Message}, "\x00")
+	if prev, ok := s.seen[key]; ok {
+		prev.Count++
+		body := fmt.Sprintf(`{"count":%d,"lastTimestamp":%q}`, prev.Count, ev.LastTimestamp.UTC().Format(time.RFC3339))
+		_, err := s.client.CoreV1().Events(prev.Namespace).Patch(ctx, prev.Name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+		if err == nil {
+			return
+		}
+		delete(s.seen, key) // expired or deleted: write it anew
+	}
+	created, err := s.client.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
 	if err != nil {
 		s.log.Warn().Err(err).Str("reason", ev.Reason).Str("pod", ev.InvolvedObject.Name).Msg("recording event")
 		return
 	}
+	if len(s.seen) >= maxSeenEvents {
+		clear(s.seen)
+	}
+	s.seen[key] = created
 	s.log.Debug().Str("reason", ev.Reason).Str("pod", ev.InvolvedObject.Name).Str("message", ev.Message).Msg("event")
 }

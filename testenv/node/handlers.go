@@ -76,10 +76,24 @@ func (a *Agent) execInContainer(ctx context.Context, c *container, argv []string
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("exec %q: %w: %s", strings.Join(argv, " "), err, bytes.TrimSpace(out.Bytes()))
+		return &execError{argv: argv, err: err, output: string(bytes.TrimSpace(out.Bytes()))}
 	}
 	return nil
 }
+
+// execError is a failed exec; a probe event shows only its output, like
+// the kubelet's "Liveness probe failed: <output>".
+type execError struct {
+	argv   []string
+	err    error
+	output string
+}
+
+func (e *execError) Error() string {
+	return fmt.Sprintf("exec %q: %v: %s", strings.Join(e.argv, " "), e.err, e.output)
+}
+
+func (e *execError) Unwrap() error { return e.err }
 
 func (a *Agent) httpGet(ctx context.Context, g *corev1.HTTPGetAction, c *container, podIP string, probe bool) error {
 	port, err := resolvePort(g.Port, &c.spec)
@@ -102,7 +116,7 @@ func (a *Agent) httpGet(ctx context.Context, g *corev1.HTTPGetAction, c *contain
 	client := &http.Client{Transport: &http.Transport{DialContext: a.nodeNS.DialContext, DisableKeepAlives: true}}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("httpGet %s: %w", url, err)
+		return err // `Get "<url>": dial tcp …`, the kubelet's probe message
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
 	resp.Body.Close()

@@ -82,11 +82,22 @@ func TestLivenessFailureRestartsContainer(t *testing.T) {
 	if last == nil || last.ExitCode != 0 || last.ContainerID != first || cs.ContainerID == first {
 		t.Fatalf("after restart: id %s, last state %+v (first run %s)", cs.ContainerID, last, first)
 	}
-	var killing []string
+	var killing, unhealthy []string
 	for _, e := range l.events(t, ctx, string(created.UID)) {
-		if e.Reason == "Killing" {
+		switch e.Reason {
+		case "Killing":
 			killing = append(killing, e.Message)
+		case "Unhealthy":
+			if !strings.HasPrefix(e.Message, "Liveness") {
+				continue // the readiness probe fails too while the server starts
+			}
+			unhealthy = append(unhealthy, fmt.Sprintf("%q count>=2:%t", e.Message, e.Count >= 2))
 		}
+	}
+	// Every failure of the probe (two per run at least) is one Event whose
+	// count grows, as the kubelet's event correlator makes it.
+	if got := strings.Join(unhealthy, "|"); got != `"Liveness probe failed: " count>=2:true` {
+		t.Errorf("Unhealthy events: %s", got)
 	}
 	if want := "Container srv failed liveness probe, will be restarted"; len(killing) == 0 || killing[0] != want {
 		t.Fatalf("Killing events %q, want first %q", strings.Join(killing, "|"), want)

@@ -55,8 +55,12 @@ func (p *prober) run(ctx context.Context) {
 			ok, bad = ok+1, 0
 		} else {
 			ok, bad = 0, bad+1
+			msg := err.Error()
+			if e, ok := err.(*execError); ok {
+				msg = e.output
+			}
 			p.a.events.record(p.pod, p.c.spec.Name, corev1.EventTypeWarning, ReasonUnhealthy,
-				fmt.Sprintf("%s probe failed: %v", p.kind, err))
+				fmt.Sprintf("%s probe failed: %s", p.kind, msg))
 		}
 		if changed := p.verdict(&passing, ok, bad); changed {
 			select {

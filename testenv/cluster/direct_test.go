@@ -37,7 +37,7 @@ func TestSeedsStraightAtPod(t *testing.T) {
 func seedsAtPod(t *testing.T, c *cluster.Cluster, mode string, args []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := "direct-" + mode
+	ns := uniqueNS("direct-" + mode)
 	if err := c.Apply(ctx, cluster.Namespace(ns), cluster.ServerDeployment(ns, "web", mode, 1, args...)); err != nil {
 		t.Fatal(err)
 	}

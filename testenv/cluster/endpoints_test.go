@@ -22,7 +22,7 @@ func TestEndpointSliceDuringTermination(t *testing.T) {
 	c := twoNodes(t, "es-")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ns := "slices"
+	ns := uniqueNS("slices")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeIgnoreTerm, 1)
 	grace := int64(2)
 	dep.Spec.Template.Spec.TerminationGracePeriodSeconds = &grace

@@ -22,7 +22,7 @@ func TestDeploymentOnTwoNodesAndRolloutRestart(t *testing.T) {
 	c := twoNodes(t, "ro-")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := "rollout"
+	ns := uniqueNS("rollout")
 	err := c.Apply(ctx, cluster.Namespace(ns), cluster.ServerDeployment(ns, "web", workload.ModeProtocol, 3, "--drain-delay=0s"))
 	if err != nil {
 		t.Fatal(err)

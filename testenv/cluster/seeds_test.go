@@ -35,7 +35,7 @@ func TestSeedsThroughLaggingRouter(t *testing.T) {
 func seedsThroughRouter(t *testing.T, c *cluster.Cluster, mode string, args []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ns := "seeds-" + mode
+	ns := uniqueNS("seeds-" + mode)
 	err := c.Apply(ctx, cluster.Namespace(ns), cluster.ServerDeployment(ns, "web", mode, 2, args...), cluster.ServiceFor(ns, "web"))
 	if err != nil {
 		t.Fatal(err)

@@ -31,12 +31,13 @@ type exitScopeKey struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	exitMapConns        = "conns"
-	exitMapEvents       = "events"
-	exitMapLost         = "lost"
-	exitMapScopes       = "scopes"
-	exitProgProcessExit = "process_exit"
-	exitVarWatchAll     = "watch_all"
+	exitMapConns            = "conns"
+	exitMapEvents           = "events"
+	exitMapLost             = "lost"
+	exitMapScopes           = "scopes"
+	exitProgProcessExit     = "process_exit"
+	exitProgProcessExitLive = "process_exit_live"
+	exitVarWatchAll         = "watch_all"
 )
 
 // loadExit returns the embedded CollectionSpec for exit.
@@ -81,7 +82,8 @@ type exitSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type exitProgramSpecs struct {
-	ProcessExit *ebpf.ProgramSpec `ebpf:"process_exit"`
+	ProcessExit     *ebpf.ProgramSpec `ebpf:"process_exit"`
+	ProcessExitLive *ebpf.ProgramSpec `ebpf:"process_exit_live"`
 }
 
 // exitMapSpecs contains maps before they are loaded into the kernel.
@@ -147,12 +149,14 @@ type exitVariables struct {
 //
 // It can be passed to loadExitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type exitPrograms struct {
-	ProcessExit *ebpf.Program `ebpf:"process_exit"`
+	ProcessExit     *ebpf.Program `ebpf:"process_exit"`
+	ProcessExitLive *ebpf.Program `ebpf:"process_exit_live"`
 }
 
 func (p *exitPrograms) Close() error {
 	return _ExitClose(
 		p.ProcessExit,
+		p.ProcessExitLive,
 	)
 }
 

@@ -1,7 +1,6 @@
 package collector
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
@@ -54,7 +53,7 @@ func probeObjects(opts KernelOptions) []probeObject {
 		}},
 		{loadRefused, []probeProg{refusedSource(opts.RefusedFallback)}},
 		{loadSignal, []probeProg{{name: "signal", prog: "signal_generate", hook: "tp_btf/signal_generate"}}},
-		{loadExit, []probeProg{{name: "exit", prog: "process_exit", hook: "tp_btf/sched_process_exit"}}},
+		{loadExit, []probeProg{exitSource()}},
 	}
 }
 
@@ -65,38 +64,55 @@ func refusedSource(forceFallback bool) probeProg {
 	p := probeProg{name: "refused", prog: "tcp_send_reset", hook: "tp_btf/tcp_send_reset"}
 	why := "forced by option"
 	if !forceFallback {
-		ok, err := tcpSendResetHasReason()
-		if ok {
+		n, err := tracepointArgs("tcp_send_reset")
+		if n >= 3 {
 			return p
 		}
-		why = "tcp_send_reset has no reason argument (Linux < 6.10); other RSTs are not reported"
-		if err != nil {
-			why = fmt.Sprintf("reading tcp_send_reset from kernel BTF: %v", err)
-		}
+		why = fallbackWhy("tcp_send_reset has no reason argument (Linux < 6.10); other RSTs are not reported", err)
 	}
 	return probeProg{name: "refused", prog: "kfree_skb_no_socket", hook: "tp_btf/kfree_skb", fallback: why}
 }
 
-// tcpSendResetHasReason reads the tracepoint's prototype from kernel BTF:
-// btf_trace_tcp_send_reset(void *, sk, skb, reason) since Linux 6.10.
-func tcpSendResetHasReason() (bool, error) {
+// exitSource prefers sched_process_exit's group_dead argument, which says
+// exactly once per process that its last thread exits.
+func exitSource() probeProg {
+	p := probeProg{name: "exit", prog: "process_exit", hook: "tp_btf/sched_process_exit"}
+	n, err := tracepointArgs("sched_process_exit")
+	if n >= 2 {
+		return p
+	}
+	p.prog = "process_exit_live"
+	p.fallback = fallbackWhy("sched_process_exit has no group_dead argument: a group exit may rarely be reported twice", err)
+	return p
+}
+
+func fallbackWhy(why string, err error) string {
+	if err != nil {
+		return fmt.Sprintf("reading the tracepoint from kernel BTF: %v", err)
+	}
+	return why
+}
+
+// tracepointArgs counts a tracepoint's arguments from kernel BTF: the
+// prototype of btf_trace_<name> minus its leading context pointer.
+func tracepointArgs(name string) (int, error) {
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	var td *btf.Typedef
-	if err := spec.TypeByName("btf_trace_tcp_send_reset", &td); err != nil {
-		return false, err
+	if err := spec.TypeByName("btf_trace_"+name, &td); err != nil {
+		return 0, err
 	}
 	ptr, ok := td.Type.(*btf.Pointer)
 	if !ok {
-		return false, errors.New("unexpected btf_trace_tcp_send_reset type")
+		return 0, fmt.Errorf("btf_trace_%s is not a function pointer", name)
 	}
 	proto, ok := ptr.Target.(*btf.FuncProto)
 	if !ok {
-		return false, errors.New("unexpected btf_trace_tcp_send_reset target")
+		return 0, fmt.Errorf("btf_trace_%s is not a function pointer", name)
 	}
-	return len(proto.Params) >= 4, nil
+	return len(proto.Params) - 1, nil
 }
 
 // attachAll loads and attaches every object; one that fails is reported

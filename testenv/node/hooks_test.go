@@ -134,3 +134,33 @@ func TestLifecycleStopSignal(t *testing.T) {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 }
+
+// TestStartupProbeHoldsReadinessBack: with a startup probe (tcpSocket, after
+// 2 s) the container reports started=false and is not probed for readiness
+// until it passes; then started=true, and Ready follows the readiness probe.
+func TestStartupProbeHoldsReadinessBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l := newLab(t, ctx, "t-startup")
+	pod := l.serverPod("web", "naive", 2, nil)
+	pod.Spec.Containers[0].StartupProbe = &corev1.Probe{InitialDelaySeconds: 2, PeriodSeconds: 1,
+		ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}}
+	_, h := l.create(t, ctx, pod)
+	h.until(t, ctx, "Ready", podReady)
+	h.mu.Lock()
+	var seq []string
+	for _, v := range h.versions {
+		if len(v.Status.ContainerStatuses) == 0 || v.Status.ContainerStatuses[0].State.Running == nil {
+			continue
+		}
+		cs := v.Status.ContainerStatuses[0]
+		step := fmt.Sprintf("started=%t ready=%t", cs.Started != nil && *cs.Started, podReady(v))
+		if len(seq) == 0 || seq[len(seq)-1] != step {
+			seq = append(seq, step)
+		}
+	}
+	h.mu.Unlock()
+	if got, want := strings.Join(seq, " -> "), "started=false ready=false -> started=true ready=false -> started=true ready=true"; got != want {
+		t.Fatalf("\n got %s\nwant %s", got, want)
+	}
+}

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -42,7 +43,8 @@ func (w *podWorker) startOne(ctx context.Context, spec *corev1.Container, restar
 	}
 	cs := w.containers[spec.Name]
 	w.mu.Lock()
-	cs.run, cs.terminated, cs.ready = c, nil, spec.ReadinessProbe == nil
+	cs.run, cs.terminated, cs.started = c, nil, spec.StartupProbe == nil
+	cs.ready = cs.started && spec.ReadinessProbe == nil
 	w.mu.Unlock()
 	if sig, err := StopSignal(spec); err == nil {
 		cs.stopSignal = corev1.Signal(unix.SignalName(sig))
@@ -59,17 +61,32 @@ func (w *podWorker) startOne(ctx context.Context, spec *corev1.Container, restar
 	w.startProbes(ctx, c)
 }
 
+// startProbes starts the container's startup probe, or, without one, its
+// readiness and liveness probes (the kubelet holds those back until the
+// startup probe has passed). Liveness and startup stop at termination.
 func (w *podWorker) startProbes(ctx context.Context, c *container) {
+	lctx, cancel := context.WithCancel(w.probeCtx)
+	w.stopLiveness[c.spec.Name] = cancel
+	if p := c.spec.StartupProbe; p != nil {
+		w.runProber(lctx, c, startup, p)
+		return
+	}
+	w.startedProbes(lctx, c)
+}
+
+// startedProbes starts readiness and liveness probes of a started container.
+func (w *podWorker) startedProbes(lctx context.Context, c *container) {
 	if p := c.spec.ReadinessProbe; p != nil {
-		pr := &prober{a: w.a, pod: w.pod, podIP: w.sb.IP, c: c, kind: readiness, spec: p, results: w.probes}
-		go pr.run(w.probeCtx)
+		w.runProber(w.probeCtx, c, readiness, p)
 	}
 	if p := c.spec.LivenessProbe; p != nil {
-		lctx, cancel := context.WithCancel(w.probeCtx)
-		w.stopLiveness[c.spec.Name] = cancel
-		pr := &prober{a: w.a, pod: w.pod, podIP: w.sb.IP, c: c, kind: liveness, spec: p, results: w.probes}
-		go pr.run(lctx)
+		w.runProber(lctx, c, liveness, p)
 	}
+}
+
+func (w *podWorker) runProber(ctx context.Context, c *container, kind probeKind, spec *corev1.Probe) {
+	pr := &prober{a: w.a, pod: w.pod, podIP: w.sb.IP, c: c, kind: kind, spec: spec, results: w.probes}
+	go pr.run(ctx)
 }
 
 func (w *podWorker) setWaiting(name, reason, msg string) {
@@ -137,15 +154,22 @@ func (w *podWorker) onProbe(ctx context.Context, r probeResult) {
 	if cs.run != r.container || !r.container.running() {
 		return
 	}
-	if r.kind == readiness {
+	switch {
+	case r.kind == readiness:
 		w.mu.Lock()
 		cs.ready = r.passing
 		w.mu.Unlock()
 		w.push(ctx)
-		return
-	}
-	if !r.passing && !w.terminating {
-		msg := fmt.Sprintf("Container %s failed liveness probe, will be restarted", r.container.spec.Name)
+	case r.kind == startup && r.passing && !w.terminating:
+		w.mu.Lock()
+		cs.started, cs.ready = true, r.container.spec.ReadinessProbe == nil
+		w.mu.Unlock()
+		w.push(ctx)
+		lctx, cancel := context.WithCancel(w.probeCtx)
+		w.stopLiveness[r.container.spec.Name] = cancel
+		w.startedProbes(lctx, r.container)
+	case !r.passing && !w.terminating:
+		msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", r.container.spec.Name, strings.ToLower(string(r.kind)))
 		go w.a.killContainerWithMessage(ctx, w.pod, r.container, w.sb.IP, GracePeriod(w.pod), msg, nil)
 	}
 }

@@ -14,6 +14,7 @@ type probeKind string
 const (
 	readiness probeKind = "Readiness"
 	liveness  probeKind = "Liveness"
+	startup   probeKind = "Startup"
 )
 
 // probeResult is a change of a probe's verdict (after the thresholds).
@@ -62,12 +63,16 @@ func (p *prober) run(ctx context.Context) {
 			p.a.events.record(p.pod, p.c.spec.Name, corev1.EventTypeWarning, ReasonUnhealthy,
 				fmt.Sprintf("%s probe failed: %s", p.kind, msg))
 		}
-		if changed := p.verdict(&passing, ok, bad); changed {
+		changed, final := p.verdict(&passing, ok, bad)
+		if changed {
 			select {
 			case p.results <- probeResult{kind: p.kind, container: p.c, passing: passing}:
 			case <-ctx.Done():
 				return
 			}
+		}
+		if final {
+			return
 		}
 		select {
 		case <-tick.C:
@@ -78,16 +83,23 @@ func (p *prober) run(ctx context.Context) {
 }
 
 // verdict flips passing when the consecutive count reaches its threshold.
-func (p *prober) verdict(passing *bool, ok, bad int) bool {
+// A startup probe reports once, success or failure, and is then done
+// (final).
+func (p *prober) verdict(passing *bool, ok, bad int) (changed, final bool) {
+	succeeded := ok >= int(max(p.spec.SuccessThreshold, 1))
+	failed := bad >= int(max(p.spec.FailureThreshold, 1))
 	switch {
-	case !*passing && ok >= int(max(p.spec.SuccessThreshold, 1)):
+	case p.kind == startup && (succeeded || failed):
+		*passing = succeeded
+		return true, true
+	case !*passing && succeeded:
 		*passing = true
-		return true
-	case *passing && bad >= int(max(p.spec.FailureThreshold, 1)):
+		return true, false
+	case *passing && failed:
 		*passing = false
-		return true
+		return true, false
 	}
-	return false
+	return false, false
 }
 
 func (p *prober) once(ctx context.Context) error {

@@ -17,6 +17,7 @@ import (
 type containerStatus struct {
 	run         *container
 	ready       bool
+	started     bool   // startup probe passed (or none)
 	waiting     string // waiting reason when there is no run
 	waitingMsg  string
 	terminated  *corev1.ContainerStateTerminated // the current run ended
@@ -42,7 +43,7 @@ func (cs *containerStatus) apiStatus(spec *corev1.Container) corev1.ContainerSta
 		s.State.Terminated = cs.terminated
 	default:
 		s.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(cs.run.startedAt)}
-		started := true
+		started := cs.started
 		s.Started = &started
 	}
 	s.ContainerID, s.RestartCount = "containerd://"+cs.run.id, cs.run.restarts

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+)
+
+func TestParseRunFlagsFromEnvironment(t *testing.T) {
+	t.Setenv("NODE_NAME", "node-7")
+	t.Setenv("DRAINWATCH_STATE_DIR", "/var/lib/dw")
+	t.Setenv("DRAINWATCH_LISTEN", "")
+	f, err := parseRunFlags([]string{"--log-level", "debug"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := runFlags{nodeName: "node-7", stateDir: "/var/lib/dw", listen: "", cgroupRoot: "/sys/fs/cgroup",
+		logLevel: "debug", logFormat: "json", kubeconfig: f.kubeconfig}
+	if f != want {
+		t.Fatalf("flags = %+v, want %+v", f, want)
+	}
+	f, err = parseRunFlags([]string{"--node-name", "node-8"}, &bytes.Buffer{})
+	if err != nil || f.nodeName != "node-8" {
+		t.Fatalf("--node-name over $NODE_NAME: %+v, %v", f, err)
+	}
+}
+
+func TestRunRejectsBadInput(t *testing.T) {
+	if _, err := parseRunFlags([]string{"extra"}, &bytes.Buffer{}); err == nil {
+		t.Error("a positional argument was accepted")
+	}
+	if _, err := newLogger(runFlags{logLevel: "loud", logFormat: "json"}, &bytes.Buffer{}); err == nil {
+		t.Error("log level loud was accepted")
+	}
+	t.Setenv("NODE_NAME", "")
+	if code := runCmd([]string{"--state-dir", t.TempDir(), "--listen", ""}); code != 2 {
+		t.Errorf("run without a node name exited %d, want 2", code)
+	}
+}

@@ -13,12 +13,21 @@
 //     a cgroup v2 named like the kubelet's systemd driver with containerd
 //     (kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid>.slice/
 //     cri-containerd-<64 hex>.scope) under the cgroup2 mount;
-//   - runs readiness and liveness probes (httpGet, tcpSocket from the node
-//     namespace, exec inside the container) and reports the pod status
-//     (podIP, Ready, containerStatuses with containerd:// IDs, exit codes);
+//   - runs startup, readiness and liveness probes (httpGet, tcpSocket from
+//     the node namespace, exec inside the container's PID and network
+//     namespaces and cgroup), restarts containers by the restart policy, and
+//     reports the pod status (podIP, Ready, containerStatuses with
+//     containerd:// IDs, exit codes, phase);
 //   - on deletion terminates like kuberuntime's killContainer and
 //     containerd's StopContainer (see Termination and rules.go), then
 //     removes cgroups and namespace and deletes the pod with grace 0.
+//
+// Events (Killing, FailedPreStopHook, Started, Unhealthy) go through the
+// Events API as the kubelet writes them (source kubelet/<node>, fieldPath
+// spec.containers{name}, repeats counted).
+//
+// Not modelled: init containers, hostNetwork, a private mount namespace
+// (containers see the host's /proc), images and volumes.
 //
 // Images are not pulled: "local:/path" runs that binary; short names are
 // looked up in Config.Images (e.g. "dwserver" → the built workload server).

@@ -14,6 +14,9 @@ import (
 // up starts the supervisor in its own session and waits for its one-line
 // report on a pipe: "KUBECONFIG=<path>" or "error: ...".
 func up(dir string, nodes int, prefix string) error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("up needs root for network namespaces and cgroups: sudo -E go run ./testenv/cmd/testenv up")
+	}
 	if pid := supervisorPID(dir); pid != 0 {
 		return fmt.Errorf("already up (supervisor pid %d); run testenv down first", pid)
 	}

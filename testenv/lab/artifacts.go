@@ -34,7 +34,7 @@ func (l *Lab) writeRun(run scenarioRun) error {
 	name := fileName(run.Name)
 	dir := filepath.Join(l.cfg.Out, "timelines")
 	errs := []error{writeJSON(dir, name+".json", run.Timelines), writeJSON(filepath.Join(l.cfg.Out, "clients"), name+".json", run.ClientLogs)}
-	errs = append(errs, os.WriteFile(filepath.Join(dir, name+".txt"), []byte(timelineText(run.Timelines)), 0o644))
+	errs = append(errs, os.WriteFile(filepath.Join(dir, name+".txt"), []byte(run.Text), 0o644))
 	return errors.Join(errs...)
 }
 

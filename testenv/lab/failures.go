@@ -49,10 +49,11 @@ func ignoreTermScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	text := l.timelineCLI(ctx, ns, vs)
 	l.progress.Block(sideBySide("clients", fmt.Sprintf("/slow: %s\n/work: %s\nSIGKILL %.3fs after the stop signal\nexit code %d",
 		client.Summarize(slow), client.Summarize(work), agent.SIGKILLAt.Sub(agent.StopSignalAt).Seconds(), agent.ExitCode),
-		"drainwatch timeline", timelineText(vs), 50))
-	l.record(name, ns, vs, map[string][]client.Request{"slow": slow, "work": work})
+		"drainwatch timeline", text, 50))
+	l.record(name, ns, vs, text, map[string][]client.Request{"slow": slow, "work": work})
 	c := vs[0].Counts
 	return []Result{{Name: name, Source: "api", Diagnoses: diagnosisCodes(vs...),
 		ClientRefused: refusedTo(addr, slow, work), DrainwatchRefused: c.RefusedAfterSigterm,

@@ -56,6 +56,7 @@ type scenarioRun struct {
 	Name       string
 	Namespace  string
 	Timelines  []exporter.TerminationView
+	Text       string // drainwatch timeline's output
 	ClientLogs any
 }
 

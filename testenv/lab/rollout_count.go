@@ -36,7 +36,7 @@ func (l *Lab) countRollout(ctx context.Context, run *rolloutRun) ([]Result, erro
 	if err != nil {
 		return nil, err
 	}
-	l.record("rollout", rolloutNS, vs, map[string]any{"requests": run.reqs, "router": run.conns})
+	l.record("rollout", rolloutNS, vs, l.timelineCLI(ctx, rolloutNS, vs), map[string]any{"requests": run.reqs, "router": run.conns})
 	prom, err := l.promByRevision(ctx, want)
 	if err != nil {
 		return nil, err

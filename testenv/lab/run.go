@@ -91,8 +91,8 @@ func (l *Lab) RunScenarios(ctx context.Context) []Result {
 }
 
 // record keeps a scenario's timelines and client logs for the results.
-func (l *Lab) record(name, ns string, tl []exporter.TerminationView, clients any) {
-	l.runs = append(l.runs, scenarioRun{Name: name, Namespace: ns, Timelines: tl, ClientLogs: clients})
+func (l *Lab) record(name, ns string, tl []exporter.TerminationView, text string, clients any) {
+	l.runs = append(l.runs, scenarioRun{Name: name, Namespace: ns, Timelines: tl, Text: text, ClientLogs: clients})
 }
 
 func nonEmpty(s []promtest.Sample) bool { return len(s) > 0 }

@@ -62,8 +62,9 @@ func (l *Lab) seedsOn(ctx context.Context, name string, dep *appsv1.Deployment) 
 		return Result{}, err
 	}
 	all := [][]client.Request{res.Work, res.Readiness, {res.Slow}}
-	l.progress.Block(sideBySide("clients (0 = the delete)", res.Timeline(), "drainwatch timeline (0 = the stop signal)", timelineText(vs), 50))
-	l.record(name, dep.Namespace, vs, res)
+	text := l.timelineCLI(ctx, dep.Namespace, vs)
+	l.progress.Block(sideBySide("clients (0 = the delete)", res.Timeline(), "drainwatch timeline (0 = the stop signal)", text, 50))
+	l.record(name, dep.Namespace, vs, text, res)
 	c := vs[0].Counts
 	return Result{
 		Name: name, Source: "api", Diagnoses: diagnosisCodes(vs...),

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"time"
 
 	"github.com/drainwatch/drainwatch/correlate"
@@ -95,4 +96,19 @@ func sumCounts(vs ...exporter.TerminationView) correlate.Counts {
 		c.RequestsKilledBySigkill += v.Counts.RequestsKilledBySigkill
 	}
 	return c
+}
+
+// timelineCLI runs `drainwatch timeline --url <each daemon> --namespace ns`,
+// what a user runs; if the binary fails, the exporter's text of vs stands in
+// with the error.
+func (l *Lab) timelineCLI(ctx context.Context, ns string, vs []exporter.TerminationView) string {
+	args := []string{"timeline", "--namespace=" + ns}
+	for _, d := range l.Daemons {
+		args = append(args, "--url="+d.URL)
+	}
+	out, err := exec.CommandContext(ctx, l.cfg.Drainwatch, args...).Output()
+	if err != nil {
+		return fmt.Sprintf("(drainwatch timeline failed: %v; the exporter's text instead)\n%s", err, timelineText(vs))
+	}
+	return string(out)
 }

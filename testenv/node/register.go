@@ -79,8 +79,17 @@ func (a *Agent) register(ctx context.Context) error {
 }
 
 func (a *Agent) updateNodeStatus(ctx context.Context, n *corev1.Node) error {
+	prev := map[corev1.NodeConditionType]corev1.NodeCondition{}
+	for _, c := range n.Status.Conditions {
+		prev[c.Type] = c
+	}
 	n = n.DeepCopy()
 	n.Status = a.nodeStatus()
+	for i, c := range n.Status.Conditions {
+		if p, ok := prev[c.Type]; ok && p.Status == c.Status {
+			n.Status.Conditions[i].LastTransitionTime = p.LastTransitionTime // only the heartbeat moves
+		}
+	}
 	if _, err := a.cfg.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("node %s status: %w", a.cfg.Name, err)
 	}

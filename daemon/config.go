@@ -59,6 +59,9 @@ type Config struct {
 	// view; CheckpointEvery the store's checkpoints.
 	TickEvery, CheckpointEvery time.Duration
 	KeepCompleted              time.Duration
+	// NoEvents turns off the Warning Events posted on pods and workloads
+	// for each non-clean termination.
+	NoEvents bool
 	// Now is time.Now when nil.
 	Now func() time.Time
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/correlate"
@@ -35,6 +36,7 @@ type Daemon struct {
 	metrics *exporter.Metrics
 	view    *terminationView
 	api     chan apiEvent
+	events  *exporter.EventReporter // nil when Config.NoEvents
 
 	completed []correlate.Termination // since the last checkpoint
 	counters  loopCounters
@@ -120,6 +122,9 @@ func (d *Daemon) runWired(ctx context.Context) error {
 	d.drainKernel()
 	cpErr := d.checkpoint()
 	d.scopes.closeFiles()
+	if d.events != nil {
+		d.events.Shutdown()
+	}
 	d.log.Info().Msg("drainwatch stopped")
 	return errors.Join(loopErr, closeErr, cpErr)
 }
@@ -140,6 +145,14 @@ func (d *Daemon) startKube(ctx context.Context, errc chan<- error) error {
 		return err
 	}
 	d.kube = kube
+	if !d.cfg.NoEvents {
+		client, err := kubernetes.NewForConfig(rest)
+		if err != nil {
+			return fmt.Errorf("creating the Events client: %w", err)
+		}
+		d.events = exporter.NewEventReporter(client, d.log.With().Str("component", "events").Logger(),
+			exporter.EventOptions{Node: d.cfg.NodeName})
+	}
 	go func() { errc <- kube.Run(ctx) }()
 	return nil
 }

@@ -94,6 +94,9 @@ func (d *Daemon) tick(now time.Time) {
 func (d *Daemon) finished(t correlate.Termination) {
 	logTermination(d.log, t)
 	d.metrics.ObserveTermination(t)
+	if d.events != nil {
+		d.events.Report(t)
+	}
 	d.view.keep(t)
 	d.completed = append(d.completed, t)
 	d.scopes.release(t.PodUID)

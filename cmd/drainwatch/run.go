@@ -21,6 +21,7 @@ import (
 type runFlags struct {
 	nodeName, kubeconfig, listen, stateDir, cgroupRoot string
 	logLevel, logFormat                                string
+	noEvents                                           bool
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
@@ -34,6 +35,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.StringVar(&f.cgroupRoot, "cgroup-root", envOr("DRAINWATCH_CGROUP_ROOT", daemon.DefaultCgroupRoot), "cgroup2 mount (or subtree) holding the pods' cgroups (env DRAINWATCH_CGROUP_ROOT)")
 	fs.StringVar(&f.logLevel, "log-level", envOr("DRAINWATCH_LOG_LEVEL", "info"), "debug, info, warn or error (env DRAINWATCH_LOG_LEVEL)")
 	fs.StringVar(&f.logFormat, "log-format", envOr("DRAINWATCH_LOG_FORMAT", "json"), "json or console (env DRAINWATCH_LOG_FORMAT)")
+	fs.BoolVar(&f.noEvents, "no-events", os.Getenv("DRAINWATCH_NO_EVENTS") == "true", "do not post Warning Events on pods and workloads (env DRAINWATCH_NO_EVENTS=true)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -81,7 +83,7 @@ func runCmd(args []string) int {
 	}
 	d, err := daemon.New(daemon.Config{
 		NodeName: f.nodeName, Kubeconfig: f.kubeconfig, ListenAddr: f.listen,
-		StateDir: f.stateDir, CgroupRoot: f.cgroupRoot, Log: log,
+		StateDir: f.stateDir, CgroupRoot: f.cgroupRoot, Log: log, NoEvents: f.noEvents,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("invalid configuration")

@@ -88,6 +88,8 @@ func ignoreTermInflight(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	ns := unique("e2e-ignore-term")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeIgnoreTerm, 1)
 	dep.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](3)
+	// On the second node: each daemon then has terminations of its own.
+	dep.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": c.NodeNames[1]}
 	pods := deploy(ctx, t, c, ns, dep)
 	waitWatching(ctx, t, ds, pods)
 	victim := &pods[0]
@@ -128,6 +130,7 @@ func prestopMissingBinary(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	defer cancel()
 	ns := unique("e2e-prestop-fail")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeProtocol, 1, "--drain-delay=0s")
+	dep.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": c.NodeNames[0]}
 	dep.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
 		Exec: &corev1.ExecAction{Command: []string{"/nonexistent/drain"}}}}
 	pods := deploy(ctx, t, c, ns, dep)
@@ -158,6 +161,9 @@ func ownPodsOnly(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 			seen[term.PodUID] = d.node
 		}
 		t.Logf("daemon of %s: %d terminations", d.node, len(d.Terminations()))
+		if len(d.Terminations()) == 0 {
+			t.Errorf("daemon of %s reports no termination: the scenarios place pods on both nodes", d.node)
+		}
 	}
 	if len(seen) < 3 {
 		t.Errorf("%d terminations in all, want at least the 3 of the scenarios", len(seen))

@@ -101,6 +101,11 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		}
 	}
 	d.reportProbes()
+	// Losses are counted from now: a resumed kernel side reports those of
+	// the previous run too.
+	if st, err := d.kernel.Stats(); err == nil {
+		d.counters.lost = st.Lost()
+	}
 	return d.runWired(ctx)
 }
 
@@ -120,7 +125,7 @@ func (d *Daemon) runWired(ctx context.Context) error {
 	stopKube()
 	closeErr := d.kernel.Close()
 	d.drainKernel()
-	cpErr := d.checkpoint()
+	cpErr := d.checkpoint(closeErr == nil)
 	d.scopes.closeFiles()
 	if d.events != nil {
 		d.events.Shutdown()
@@ -168,9 +173,11 @@ func (d *Daemon) restore(cp Checkpoint) error {
 	d.scopes.restore(cp.Scopes, now)
 	// Everything up to the watermark was counted and saved; later events
 	// may have been queued or processed without being saved, and nothing
-	// was collected while the daemon was down.
+	// was collected while the daemon was down, unless the kernel side kept
+	// collecting into a pinned ring buffer (then only a crash, which loses
+	// the events read after the last checkpoint, leaves a gap).
 	from := later(cp.Correlator.KernelWatermark.At, cp.Alive.Add(-time.Second))
-	if !kernelResumed(d.kernel) {
+	if !kernelResumed(d.kernel) || !cp.Clean {
 		d.corr.KernelGap("daemon_down", from, now)
 	}
 	d.log.Info().Time("down_since", from).Dur("down_for", now.Sub(from)).Int("scopes", len(cp.Scopes)).

@@ -48,7 +48,7 @@ func (d *Daemon) loop(ctx context.Context, kubeErr, srvErr <-chan error) error {
 		case <-tick.C:
 			d.tick(d.cfg.Now())
 		case <-save.C:
-			if err := d.checkpoint(); err != nil {
+			if err := d.checkpoint(false); err != nil {
 				d.log.Error().Err(err).Msg("checkpoint failed: a restart now would lose recent terminations")
 			}
 		}
@@ -131,14 +131,15 @@ func (d *Daemon) accountUnattributed() {
 }
 
 // checkpoint saves the correlator, the scopes and the terminations
-// completed since the last checkpoint, and prunes old ones.
-func (d *Daemon) checkpoint() error {
+// completed since the last checkpoint, and prunes old ones; clean marks the
+// final checkpoint of an orderly shutdown.
+func (d *Daemon) checkpoint(clean bool) error {
 	state, err := d.corr.Snapshot()
 	if err != nil {
 		return err
 	}
 	now := d.cfg.Now()
-	cp := Checkpoint{Correlator: state, Scopes: d.scopes.records(), Alive: now}
+	cp := Checkpoint{Correlator: state, Scopes: d.scopes.records(), Alive: now, Clean: clean}
 	if err := d.store.SaveCheckpoint(cp, d.completed); err != nil {
 		return err
 	}

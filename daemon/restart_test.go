@@ -69,13 +69,37 @@ func waitTermination(ctx context.Context, t *testing.T, d *daemon.Daemon, uid, w
 // the kernel side survived the restart (pinned BPF objects) the record is
 // exact; otherwise it is partial with daemon_down.
 func TestDaemonRestartMidTermination(t *testing.T) {
-	for _, resumed := range []bool{true, false} {
-		name := map[bool]string{true: "kernel_resumed", false: "kernel_restarted"}[resumed]
-		t.Run(name, func(t *testing.T) { testRestart(t, resumed) })
+	for _, tc := range []struct {
+		name             string
+		resumed, crashed bool
+	}{
+		{"kernel_resumed", true, false},
+		{"kernel_restarted", false, false},
+		// A crash loses the events read after the last checkpoint, even
+		// when the kernel side kept collecting.
+		{"kernel_resumed_after_crash", true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testRestart(t, tc.resumed, tc.crashed) })
 	}
 }
 
-func testRestart(t *testing.T, resumed bool) {
+// simulateCrash rewrites the last checkpoint as a periodic one: what a
+// daemon killed without its final checkpoint leaves.
+func simulateCrash(t *testing.T, dir string) {
+	t.Helper()
+	s, err := daemon.OpenStore(dir)
+	must(t, err)
+	defer s.Close()
+	cp, ok, err := s.LoadCheckpoint()
+	must(t, err)
+	if !ok || !cp.Clean {
+		t.Fatalf("the orderly shutdown left no clean checkpoint (ok=%v)", ok)
+	}
+	cp.Clean = false
+	must(t, s.SaveCheckpoint(cp, nil))
+}
+
+func testRestart(t *testing.T, resumed, crashed bool) {
 	cp := cptest.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -111,6 +135,9 @@ func testRestart(t *testing.T, resumed bool) {
 	}
 	waitTermination(ctx, t, d1.Daemon, uid, "5 refusals", func(t correlate.Termination) bool { return t.Counts.RefusedAfterSigterm == 5 })
 	d1.stop()
+	if crashed {
+		simulateCrash(t, cfg.StateDir)
+	}
 
 	kernel2 := newFakeKernel(resumed)
 	cfg.OpenKernel = kernel2.open
@@ -129,10 +156,10 @@ func testRestart(t *testing.T, resumed bool) {
 		t.Errorf("refused_after_sigterm = %d, exit code %d; want 8 (5 before the restart, 3 after) and 143",
 			got.Counts.RefusedAfterSigterm, got.ExitCode)
 	}
-	if partial := slices.Contains(got.PartialReasons, "daemon_down"); partial == resumed {
-		t.Errorf("resumed=%v: partial reasons %v", resumed, got.PartialReasons)
+	if partial := slices.Contains(got.PartialReasons, "daemon_down"); partial != (!resumed || crashed) {
+		t.Errorf("resumed=%v crashed=%v: partial reasons %v", resumed, crashed, got.PartialReasons)
 	}
-	if resumed && got.Partial {
+	if resumed && !crashed && got.Partial {
 		t.Errorf("kernel resumed, yet the termination is partial: %v", got.PartialReasons)
 	}
 	if !kernel2.released(fn.netns, fn.cgroupID) {

@@ -22,6 +22,7 @@ var (
 	keyCorrelator      = []byte("correlator")
 	keyScopes          = []byte("scopes")
 	keyAlive           = []byte("alive")
+	keyClean           = []byte("clean")
 )
 
 // Store persists what a restart must not lose: the correlator's state (the
@@ -67,6 +68,9 @@ type Checkpoint struct {
 	Correlator correlate.State
 	Scopes     []ScopeRecord
 	Alive      time.Time
+	// Clean is set by the checkpoint of an orderly shutdown: every kernel
+	// event read from the ring buffer was counted and saved.
+	Clean bool
 }
 
 // ScopeRecord is one pod's watched kernel scopes.
@@ -90,7 +94,12 @@ func (s *Store) SaveCheckpoint(cp Checkpoint, completed []correlate.Termination)
 	alive, _ := cp.Alive.MarshalBinary()
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		if err := errors.Join(meta.Put(keyCorrelator, state), meta.Put(keyScopes, scopes), meta.Put(keyAlive, alive)); err != nil {
+		clean := []byte{0}
+		if cp.Clean {
+			clean[0] = 1
+		}
+		if err := errors.Join(meta.Put(keyCorrelator, state), meta.Put(keyScopes, scopes), meta.Put(keyAlive, alive),
+			meta.Put(keyClean, clean)); err != nil {
 			return err
 		}
 		return putTerminations(tx.Bucket(bucketTerminations), completed)
@@ -130,6 +139,9 @@ func (s *Store) LoadCheckpoint() (cp Checkpoint, ok bool, err error) {
 			if err := json.Unmarshal(v, &cp.Scopes); err != nil {
 				return fmt.Errorf("decoding watched scopes: %w", err)
 			}
+		}
+		if v := meta.Get(keyClean); len(v) == 1 {
+			cp.Clean = v[0] == 1
 		}
 		return cp.Alive.UnmarshalBinary(meta.Get(keyAlive))
 	})

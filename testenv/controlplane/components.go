@@ -65,6 +65,9 @@ func (cp *ControlPlane) startAPIServer(c *credentials, etcdURL string) error {
 		// TaintNodesByCondition taints every new Node not-ready; the
 		// node-lifecycle controller that would lift the taint does not run.
 		"--disable-admission-plugins", "TaintNodesByCondition",
+		// lifecycle.stopSignal (KEP-4960) is alpha in v1.37; the node agent
+		// honours it like containerd, so the API server must keep the field.
+		"--feature-gates", "ContainerStopSignals=true",
 		"--watch-cache=true", "--profiling=false")
 }
 

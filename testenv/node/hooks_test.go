@@ -108,7 +108,7 @@ func TestLivenessFailureRestartsContainer(t *testing.T) {
 
 // TestLifecycleStopSignal: lifecycle.stopSignal (KEP-4960) replaces
 // SIGTERM. The field is alpha (ContainerStopSignals, off by default in
-// v1.37): when the API server drops it, there is nothing to test.
+// v1.37); testenv's API server runs with the gate on.
 func TestLifecycleStopSignal(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -125,7 +125,7 @@ func TestLifecycleStopSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	if lc := created.Spec.Containers[0].Lifecycle; lc == nil || lc.StopSignal == nil {
-		t.Skip("kube-apiserver drops lifecycle.stopSignal: run it with --feature-gates=ContainerStopSignals=true")
+		t.Fatal("kube-apiserver dropped lifecycle.stopSignal: testenv/controlplane must run it with --feature-gates=ContainerStopSignals=true")
 	}
 	d := l.runAndDelete(t, ctx, pod)
 	sig, _ := d.logEvent("signal")

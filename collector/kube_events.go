@@ -81,8 +81,21 @@ func (w *eventWatch) onAdd(obj any) {
 	}
 	w.k.counts.events.Add(1)
 	if ke, ok := ConvertKubeletEvent(ev); ok {
+		ke.Time = refineEventTime(ke.Time, w.k.cfg.Now())
 		w.k.cfg.Sink.Kubelet(ke)
 	}
+}
+
+// refineEventTime sharpens an Event time that has only whole seconds (the
+// legacy recorder's firstTimestamp): the Event happened in [t, t+1s) and no
+// later than it was received, so a receipt inside that second is the
+// closer bound (watch latency is milliseconds; truncation costs up to 1 s
+// of prestop_duration).
+func refineEventTime(t, received time.Time) time.Time {
+	if t.Nanosecond() != 0 || received.Before(t) || !received.Before(t.Add(time.Second)) {
+		return t
+	}
+	return received
 }
 
 // ConvertKubeletEvent turns a pod's Killing or FailedPreStopHook Event into

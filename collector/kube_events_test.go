@@ -34,3 +34,21 @@ func TestConvertKubeletEvent(t *testing.T) {
 		}
 	}
 }
+
+func TestRefineEventTime(t *testing.T) {
+	sec := time.Date(2026, 11, 29, 12, 0, 2, 0, time.UTC)
+	micro := sec.Add(123456 * time.Microsecond)
+	for _, tc := range []struct {
+		name              string
+		t, received, want time.Time
+	}{
+		{"whole second, received within it", sec, sec.Add(300 * time.Millisecond), sec.Add(300 * time.Millisecond)},
+		{"whole second, received later (initial list)", sec, sec.Add(5 * time.Second), sec},
+		{"sub-second precision kept", micro, micro.Add(time.Millisecond), micro},
+		{"clock skew: received before", sec, sec.Add(-time.Millisecond), sec},
+	} {
+		if got := refineEventTime(tc.t, tc.received); !got.Equal(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -48,4 +48,4 @@ func Screenshot(ctx context.Context, url, out string, width, height int) error {
 }
 
 // pageHeight is a window height that shows n timelines of /ui whole.
-func pageHeight(n int) int { return min(160+n*330, 6000) }
+func pageHeight(n int) int { return min(160+n*400, 8000) }

@@ -44,6 +44,9 @@ func run() int {
 	flag.BoolVar(&cfg.Screenshots, "screenshots", true, "screenshot the daemons' /ui pages with headless chromium")
 	flag.Parse()
 	cfg.Scenarios = scenarios
+	if abs, err := filepath.Abs(cfg.Out); err == nil {
+		cfg.Out = abs
+	}
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "lab: needs root (network namespaces, cgroups, eBPF): sudo make lab")
 		return 2

@@ -64,7 +64,11 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		return nil, err
 	}
 	results := l.RunScenarios(ctx)
-	werr := l.WriteResults(ctx, results)
+	// The results are written even after an interrupt, within their own
+	// bound.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	werr := l.WriteResults(wctx, results)
 	return results, errors.Join(werr, l.Stop())
 }
 
@@ -73,6 +77,10 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 func (l *Lab) RunScenarios(ctx context.Context) []Result {
 	var results []Result
 	for _, s := range Selected(l.cfg.Scenarios) {
+		if ctx.Err() != nil {
+			l.progress.Step("interrupted: scenario %s and those after it not run", s.Name)
+			break
+		}
 		l.progress.Step("scenario %s: %s", s.Name, s.About)
 		sctx, cancel := context.WithTimeout(ctx, scenarioTimeout)
 		rs, err := s.Run(sctx, l)

@@ -10,8 +10,15 @@ import (
 )
 
 const (
-	// rescanEvery bounds cgroup walks while some pod waits for its cgroups.
+	// rescanEvery bounds cgroup walks while some pod recently changed
+	// waits for its cgroups; a pod stuck before its containers start (an
+	// image that cannot be pulled) is retried every rescanSlow only.
 	rescanEvery = 200 * time.Millisecond
+	rescanSlow  = 5 * time.Second
+	// rescanForced spaces the walks a burst of container announcements
+	// asks for; the tick's scan picks up what a skipped walk would have.
+	rescanForced = 20 * time.Millisecond
+	recentPod    = 30 * time.Second
 	// releaseAfter releases the scopes of a deleted pod whose termination
 	// never completed in the correlator (it never ran).
 	releaseAfter = 10 * time.Minute
@@ -33,6 +40,7 @@ type podScope struct {
 	hostNet    bool              // the pod uses the node's network namespace
 	cgroups    map[string]uint64 // container name → cgroup id
 	gone       time.Time         // when the API deleted the pod
+	updated    time.Time         // last API update
 }
 
 // pending reports whether some scope of the pod is still unknown.
@@ -79,6 +87,7 @@ func (s *scopeSync) podUpdate(p collector.Pod, now time.Time) {
 		s.pods[p.UID] = ps
 	}
 	ps.gone = time.Time{} // listed by the API: alive (or terminating)
+	ps.updated = now
 	for _, c := range p.Containers {
 		if c.ID != "" && ps.containers[c.Name] != c.ID {
 			ps.containers[c.Name] = c.ID
@@ -105,7 +114,15 @@ func (s *scopeSync) sync(now time.Time, force bool) {
 			s.release(uid)
 		}
 	}
-	if !s.anyPending() || (!force && now.Sub(s.lastScan) < rescanEvery) {
+	pending, recent := s.anyPending(now)
+	every := rescanSlow
+	switch {
+	case force:
+		every = rescanForced // a burst of updates (the first list) scans once
+	case recent:
+		every = rescanEvery
+	}
+	if !pending || now.Sub(s.lastScan) < every {
 		return
 	}
 	s.lastScan = now
@@ -120,13 +137,18 @@ func (s *scopeSync) sync(now time.Time, force bool) {
 	}
 }
 
-func (s *scopeSync) anyPending() bool {
+// anyPending reports whether a live pod waits for a scope, and whether one
+// of those changed recently.
+func (s *scopeSync) anyPending(now time.Time) (pending, recent bool) {
 	for _, ps := range s.pods {
 		if ps.gone.IsZero() && ps.pending() {
-			return true
+			pending = true
+			if now.Sub(ps.updated) < recentPod {
+				return true, true
+			}
 		}
 	}
-	return false
+	return pending, false
 }
 
 func (s *scopeSync) scan() error {

@@ -56,8 +56,8 @@ func ignoreTermScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	l.record(name, ns, vs, text, map[string][]client.Request{"slow": slow, "work": work})
 	c := vs[0].Counts
 	return []Result{{Name: name, Source: "api", Diagnoses: diagnosisCodes(vs...),
-		ClientRefused: refusedTo(addr, slow, work), DrainwatchRefused: c.RefusedAfterSigterm,
-		ClientKilled: killedBy(addr, death{agent.SIGKILLAt, agent.ExitAt}, slow, work), DrainwatchKilled: c.RequestsKilledBySigkill,
+		ClientRefused: RefusedTo(addr, slow, work), DrainwatchRefused: c.RefusedAfterSigterm,
+		ClientKilled: KilledBy(addr, Death{agent.SIGKILLAt, agent.ExitAt}, slow, work), DrainwatchKilled: c.RequestsKilledBySigkill,
 		Note: fmt.Sprintf("/slow %s; /work %s; exit code %d", client.Summarize(slow), client.Summarize(work), agent.ExitCode)}}, nil
 }
 

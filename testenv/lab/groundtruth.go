@@ -27,8 +27,9 @@ import (
 // between the SIGKILL and the death of the last process counts: the kernel
 // still accepted it.
 
-// refusedTo counts the requests to target that were refused.
-func refusedTo(target string, reqs ...[]client.Request) int {
+// RefusedTo counts the requests to target that were refused: the clients'
+// refused_after_sigterm when target is a terminating pod.
+func RefusedTo(target string, reqs ...[]client.Request) int {
 	n := 0
 	for _, rs := range reqs {
 		for _, r := range rs {
@@ -40,16 +41,16 @@ func refusedTo(target string, reqs ...[]client.Request) int {
 	return n
 }
 
-// death is when a container got SIGKILL and when it was gone (zero
-// SIGKILL: it exited in time).
-type death struct{ sigkill, exit time.Time }
+// Death is when a container got SIGKILL and when it was gone, from the
+// node agent's termination record (zero SIGKILL: it exited in time).
+type Death struct{ SIGKILL, Exit time.Time }
 
-// killedBy counts the requests to target killed by the container's SIGKILL.
-func killedBy(target string, d death, reqs ...[]client.Request) int {
+// KilledBy counts the requests to target killed by the container's SIGKILL.
+func KilledBy(target string, d Death, reqs ...[]client.Request) int {
 	n := 0
 	for _, rs := range reqs {
 		for _, r := range rs {
-			if r.Target == target && killed(r, d) {
+			if r.Target == target && Killed(r, d) {
 				n++
 			}
 		}
@@ -57,12 +58,13 @@ func killedBy(target string, d death, reqs ...[]client.Request) int {
 	return n
 }
 
-func killed(r client.Request, d death) bool {
-	if d.sigkill.IsZero() {
+// Killed reports whether r was killed by the container's SIGKILL.
+func Killed(r client.Request, d Death) bool {
+	if d.SIGKILL.IsZero() {
 		return false
 	}
 	cut := r.Outcome == client.Reset || r.Outcome == client.EOF
-	return cut && written(r) && r.Start.Before(d.exit) && !r.End.Before(d.sigkill)
+	return cut && written(r) && r.Start.Before(d.Exit) && !r.End.Before(d.SIGKILL)
 }
 
 // written reports whether the request's failure came after its request was

@@ -74,7 +74,7 @@ func (l *Lab) clientsByRevision(run *rolloutRun, revOf map[string]string) map[st
 		if !ok || !known || c.Outcome != router.Proxied {
 			continue
 		}
-		if killed(r, l.deathOf(p.UID)) {
+		if Killed(r, l.deathOf(p.UID)) {
 			rc := out[revOf[p.Hash]]
 			rc.killed++
 			out[revOf[p.Hash]] = rc
@@ -85,13 +85,13 @@ func (l *Lab) clientsByRevision(run *rolloutRun, revOf map[string]string) map[st
 
 // deathOf is when the node agent SIGKILLed a container of the pod and when
 // that container was gone (zero: no SIGKILL).
-func (l *Lab) deathOf(uid string) death {
+func (l *Lab) deathOf(uid string) Death {
 	for _, t := range l.Cluster.Terminations(typesUID(uid)) {
 		if !t.SIGKILLAt.IsZero() {
-			return death{t.SIGKILLAt, t.ExitAt}
+			return Death{t.SIGKILLAt, t.ExitAt}
 		}
 	}
-	return death{}
+	return Death{}
 }
 
 // promCounts are Prometheus's sums by revision of the namespace.

@@ -68,8 +68,8 @@ func (l *Lab) seedsOn(ctx context.Context, name string, dep *appsv1.Deployment) 
 	c := vs[0].Counts
 	return Result{
 		Name: name, Source: "api", Diagnoses: diagnosisCodes(vs...),
-		ClientRefused: refusedTo(addr, all...), DrainwatchRefused: c.RefusedAfterSigterm,
-		ClientKilled: killedBy(addr, death{agent.SIGKILLAt, agent.ExitAt}, all...), DrainwatchKilled: c.RequestsKilledBySigkill,
+		ClientRefused: RefusedTo(addr, all...), DrainwatchRefused: c.RefusedAfterSigterm,
+		ClientKilled: KilledBy(addr, Death{agent.SIGKILLAt, agent.ExitAt}, all...), DrainwatchKilled: c.RequestsKilledBySigkill,
 		Note: fmt.Sprintf("/work %s; /ready %s; /slow %s; exit code %d; drainwatch refused before SIGTERM %d",
 			client.Summarize(res.Work), client.Summarize(res.Readiness), res.Slow.Outcome, agent.ExitCode, c.RefusedBeforeSigterm),
 	}, nil

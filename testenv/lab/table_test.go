@@ -10,7 +10,7 @@ import (
 
 // TestKilled pins the clients' definition of a request killed by SIGKILL.
 func TestKilled(t *testing.T) {
-	kill := death{sigkill: time.Unix(100, 0), exit: time.Unix(100, 0).Add(5 * time.Millisecond)}
+	kill := Death{SIGKILL: time.Unix(100, 0), Exit: time.Unix(100, 0).Add(5 * time.Millisecond)}
 	at := func(s float64) time.Time { return time.Unix(0, 0).Add(time.Duration(s * float64(time.Second))) }
 	cases := []struct {
 		name       string
@@ -22,8 +22,8 @@ func TestKilled(t *testing.T) {
 		{"eof at the kill", 99, 100, client.EOF, true},
 		{"answered before", 99, 99.5, client.OK, false},
 		{"reset before the kill", 98, 99, client.Reset, false},
-		{"accepted between the kill and the death", 100.002, 100.01, client.Reset, true},
-		{"started after the death", 100.5, 100.6, client.Reset, false},
+		{"accepted between the kill and the Death", 100.002, 100.01, client.Reset, true},
+		{"started after the Death", 100.5, 100.6, client.Reset, false},
 		{"refused", 99.9, 100.1, client.Refused, false},
 		{"write failed", 100.001, 100.002, client.Reset, false},
 		{"timed out", 99, 101, client.Timeout, false},
@@ -33,11 +33,11 @@ func TestKilled(t *testing.T) {
 		if tc.name == "write failed" {
 			r.Err = "write tcp 10.0.0.1:1->10.0.0.2:8080: write: broken pipe"
 		}
-		if got := killed(r, kill); got != tc.want {
+		if got := Killed(r, kill); got != tc.want {
 			t.Errorf("%s: killed = %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	if n := killedBy("a", death{}, []client.Request{{Target: "a", Outcome: client.Reset}}); n != 0 {
+	if n := KilledBy("a", Death{}, []client.Request{{Target: "a", Outcome: client.Reset}}); n != 0 {
 		t.Errorf("no SIGKILL: %d killed, want 0", n)
 	}
 }

@@ -15,17 +15,19 @@ import (
 // the resets it passes on to the clients.
 //
 // Killed: a request to the pod that was in flight when the container died
-// of SIGKILL: its connection was established (not refused) and its request
+// of SIGKILL. Its connection was established (not refused); its request was
 // written (the write returned: on testenv's veth links the bytes are then in
 // the server's receive queue; a write that fails met a socket already torn
-// down), it got no complete response, it started before the container had
-// died (the node agent's exit time: every process of the container gone, the
-// runtime's ground truth) and its connection ended with a reset or an EOF at
-// or after the SIGKILL. This is requests_killed_by_sigkill seen from the other end: a
-// connection the server had accepted (or held in its accept queue) with
-// request bytes it never answered. A request that reached the listener
-// between the SIGKILL and the death of the last process counts: the kernel
-// still accepted it.
+// down); it got no complete response; it started before the container was
+// gone (the node agent's exit time: every process of the container dead, the
+// runtime's ground truth); and its connection ended with a reset or an EOF at
+// or after the SIGKILL. This is requests_killed_by_sigkill seen from the
+// other end: a connection the server had accepted (or held in its accept
+// queue) with request bytes it never answered. A request that reached the
+// listener between the SIGKILL and the death of the last process counts: the
+// kernel still accepted it. Not decidable from the client: a request written
+// within microseconds of the death (its bytes may arrive just after); the
+// scenarios keep their requests clear of that instant.
 
 // RefusedTo counts the requests to target that were refused: the clients'
 // refused_after_sigterm when target is a terminating pod.

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"time"
 
@@ -19,7 +20,6 @@ const (
 	// DefaultKeepCompleted is how long complete terminations stay in the
 	// store and the API (the correlator itself keeps them one hour).
 	DefaultKeepCompleted = 7 * 24 * time.Hour
-	DefaultCgroupRoot    = "/sys/fs/cgroup"
 )
 
 // Kernel is the kernel side the daemon drives: *collector.Kernel, or a fake
@@ -49,7 +49,8 @@ type Config struct {
 	// StateDir holds the bbolt store.
 	StateDir string
 	// CgroupRoot is the cgroup2 mount (or a subtree of it) searched for
-	// container cgroups; ProcRoot is /proc.
+	// container cgroups, found in /proc/self/mountinfo when empty; ProcRoot
+	// is /proc.
 	CgroupRoot, ProcRoot string
 	Log                  zerolog.Logger
 	Correlate            correlate.Config
@@ -74,7 +75,11 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("state dir is empty: pass --state-dir (a hostPath that survives restarts, e.g. /var/lib/drainwatch)")
 	}
 	if c.CgroupRoot == "" {
-		c.CgroupRoot = DefaultCgroupRoot
+		root, err := collector.Cgroup2Mount()
+		if err != nil {
+			return c, fmt.Errorf("finding the cgroup2 mount (or pass --cgroup-root): %w", err)
+		}
+		c.CgroupRoot = root
 	}
 	if c.ProcRoot == "" {
 		c.ProcRoot = "/proc"

@@ -32,7 +32,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty means in-cluster config (env KUBECONFIG)")
 	fs.StringVar(&f.listen, "listen", envOr("DRAINWATCH_LISTEN", ":9090"), "address serving /metrics, /api/v1/terminations and /ui; empty disables (env DRAINWATCH_LISTEN)")
 	fs.StringVar(&f.stateDir, "state-dir", envOr("DRAINWATCH_STATE_DIR", "/var/lib/drainwatch"), "directory of the state store, kept across restarts (env DRAINWATCH_STATE_DIR)")
-	fs.StringVar(&f.cgroupRoot, "cgroup-root", envOr("DRAINWATCH_CGROUP_ROOT", daemon.DefaultCgroupRoot), "cgroup2 mount (or subtree) holding the pods' cgroups (env DRAINWATCH_CGROUP_ROOT)")
+	fs.StringVar(&f.cgroupRoot, "cgroup-root", os.Getenv("DRAINWATCH_CGROUP_ROOT"), "cgroup2 mount (or subtree) holding the pods' cgroups; empty: found in /proc/self/mountinfo (env DRAINWATCH_CGROUP_ROOT)")
 	fs.StringVar(&f.logLevel, "log-level", envOr("DRAINWATCH_LOG_LEVEL", "info"), "debug, info, warn or error (env DRAINWATCH_LOG_LEVEL)")
 	fs.StringVar(&f.logFormat, "log-format", envOr("DRAINWATCH_LOG_FORMAT", "json"), "json or console (env DRAINWATCH_LOG_FORMAT)")
 	fs.BoolVar(&f.noEvents, "no-events", os.Getenv("DRAINWATCH_NO_EVENTS") == "true", "do not post Warning Events on pods and workloads (env DRAINWATCH_NO_EVENTS=true)")

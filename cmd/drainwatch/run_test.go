@@ -13,7 +13,7 @@ func TestParseRunFlagsFromEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := runFlags{nodeName: "node-7", stateDir: "/var/lib/dw", listen: "", cgroupRoot: "/sys/fs/cgroup",
+	want := runFlags{nodeName: "node-7", stateDir: "/var/lib/dw", listen: "", cgroupRoot: "",
 		logLevel: "debug", logFormat: "json", kubeconfig: f.kubeconfig}
 	if f != want {
 		t.Fatalf("flags = %+v, want %+v", f, want)

@@ -55,7 +55,7 @@ func ignoreTermScenario(ctx context.Context, l *Lab) ([]Result, error) {
 		"drainwatch timeline", text, 50))
 	l.record(name, ns, vs, text, map[string][]client.Request{"slow": slow, "work": work})
 	c := vs[0].Counts
-	return []Result{{Name: name, Source: "api", Diagnoses: diagnosisCodes(vs...),
+	return []Result{{Name: name, Namespace: ns, Source: "api", Diagnoses: diagnosisCodes(vs...),
 		ClientRefused: RefusedTo(addr, slow, work), DrainwatchRefused: c.RefusedAfterSigterm,
 		ClientKilled: KilledBy(addr, Death{agent.SIGKILLAt, agent.ExitAt}, slow, work), DrainwatchKilled: c.RequestsKilledBySigkill,
 		Note: fmt.Sprintf("/slow %s; /work %s; exit code %d", client.Summarize(slow), client.Summarize(work), agent.ExitCode)}}, nil

@@ -13,6 +13,7 @@ import (
 // what the clients saw next to what drainwatch reported.
 type Result struct {
 	Name              string   `json:"name"`
+	Namespace         string   `json:"namespace"`
 	ClientRefused     int      `json:"client_refused"`
 	DrainwatchRefused int      `json:"drainwatch_refused"`
 	ClientKilled      int      `json:"client_killed"`

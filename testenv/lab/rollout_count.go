@@ -150,7 +150,7 @@ func revisionResult(i int, rev string, c revCount, prom promCounts, vs []exporte
 		}
 	}
 	api := sumCounts(mine...)
-	r := Result{Name: fmt.Sprintf("rollout/revision-%s (%s)", rev, revisionLabels[i]), Source: "prometheus",
+	r := Result{Name: fmt.Sprintf("rollout/revision-%s (%s)", rev, revisionLabels[i]), Namespace: rolloutNS, Source: "prometheus",
 		ClientRefused: c.refused, DrainwatchRefused: prom.refused[rev], ClientKilled: c.killed,
 		DrainwatchKilled: prom.killed[rev], Diagnoses: diagnosisCodes(mine...),
 		Note: fmt.Sprintf("%d pods; api: refused %d killed %d; whole run: clients %s, router %s", len(mine),

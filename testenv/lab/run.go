@@ -64,6 +64,9 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		return nil, err
 	}
 	results := l.RunScenarios(ctx)
+	if ctx.Err() == nil {
+		l.checkPrometheus(ctx, results)
+	}
 	// The results are written even after an interrupt, within their own
 	// bound.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)

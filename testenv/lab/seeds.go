@@ -67,7 +67,7 @@ func (l *Lab) seedsOn(ctx context.Context, name string, dep *appsv1.Deployment) 
 	l.record(name, dep.Namespace, vs, text, res)
 	c := vs[0].Counts
 	return Result{
-		Name: name, Source: "api", Diagnoses: diagnosisCodes(vs...),
+		Name: name, Namespace: dep.Namespace, Source: "api", Diagnoses: diagnosisCodes(vs...),
 		ClientRefused: RefusedTo(addr, all...), DrainwatchRefused: c.RefusedAfterSigterm,
 		ClientKilled: KilledBy(addr, Death{agent.SIGKILLAt, agent.ExitAt}, all...), DrainwatchKilled: c.RequestsKilledBySigkill,
 		Note: fmt.Sprintf("/work %s; /ready %s; /slow %s; exit code %d; drainwatch refused before SIGTERM %d",

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -202,5 +204,38 @@ func TestCompletedPodIsTornDownThenDeleted(t *testing.T) {
 	h.lastBeforeDelete(t, ctx)
 	if terms := l.agent.Terminations(created.UID); len(terms) != 0 {
 		t.Fatalf("a finished pod was killed: %+v", terms)
+	}
+}
+
+// TestHeldNamespaceLeavesTheBridge: a process that holds a pod's network
+// namespace open past its deletion (drainwatch does, through a
+// termination's tail) keeps the namespace alive, but not its network: the
+// agent deletes eth0 like a CNI DEL, so the address the next pod gets is
+// answered only by that pod.
+func TestHeldNamespaceLeavesTheBridge(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l := newLab(t, ctx, "t-held")
+	pod, h := l.create(t, ctx, l.serverPod("web", "naive", 5, nil))
+	h.until(t, ctx, "Ready", podReady)
+	info, _ := l.agent.Pod(pod.UID)
+	held, err := os.Open(info.Netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := l.client.CoreV1().Pods(l.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.lastBeforeDelete(t, ctx)
+	mustNotExist(t, info.Netns)
+	list := exec.Command("nsenter", "--net=/proc/self/fd/3", "ip", "-o", "link", "show")
+	list.ExtraFiles = []*os.File{held} // fd 3 in nsenter
+	out, err := list.CombinedOutput()
+	if err != nil {
+		t.Fatalf("listing links of the held namespace: %v\n%s", err, out)
+	}
+	if got := strings.Count(string(out), "\n"); got != 1 || !strings.Contains(string(out), " lo:") {
+		t.Fatalf("held namespace still has links besides lo:\n%s", out)
 	}
 }

@@ -105,8 +105,12 @@ func (a *Agent) wireSandbox(pod *corev1.Pod, sb *sandbox) error {
 	return f.Close()
 }
 
-// removeSandbox deletes the namespace (its veth goes with it), the pod slice
-// and releases the address. Containers must be gone already.
+// removeSandbox tears the pod's network down like a CNI DEL (eth0 deleted,
+// so its peer leaves the node bridge), deletes the namespace, the pod slice
+// and releases the address. Containers must be gone already. Deleting eth0
+// first matters: a process holding the namespace open (drainwatch holds it
+// through a termination's tail) keeps the namespace alive, and its eth0 would
+// otherwise keep answering for an address the next pod gets.
 func (a *Agent) removeSandbox(sb *sandbox) error {
 	if sb.removed {
 		return nil
@@ -114,6 +118,9 @@ func (a *Agent) removeSandbox(sb *sandbox) error {
 	sb.removed = true
 	var first error
 	if sb.ns != nil {
+		if err := sb.ns.IP("link del eth0"); err != nil {
+			a.log.Debug().Err(err).Str("netns", sb.ns.Name()).Msg("deleting eth0 (CNI DEL)")
+		}
 		first = sb.ns.Close()
 	}
 	for _, cg := range []string{sb.sandboxScope, sb.slice} {

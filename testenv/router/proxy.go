@@ -26,7 +26,11 @@ type Conn struct {
 	Outcome  string
 	Err      string
 	Reused   bool // KeepAlive mode: sent over a pooled backend connection
-	Status   int  // KeepAlive mode: the HTTP status the client got
+	// BackendReset: a Proxied connection the backend reset (e.g. a
+	// connection still in its accept queue when the listener closed); the
+	// client saw a reset too. Set once the splice has ended.
+	BackendReset bool
+	Status       int // KeepAlive mode: the HTTP status the client got
 }
 
 // serve accepts until the listener is closed.
@@ -75,31 +79,38 @@ func (r *Router) handle(ctx context.Context, c net.Conn) {
 		return
 	}
 	rec.Outcome = Proxied
-	r.record(rec)
-	splice(c, b)
+	i := r.record(rec)
+	if splice(c, b) {
+		r.markBackendReset(i)
+	}
 }
 
 // splice copies both ways. A FIN is passed on as a FIN (half close); a reset
 // on one side resets the other, so a backend killed mid-request shows to the
-// client as a reset, as it would through a NAT.
-func splice(client, backend net.Conn) {
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		defer func() { done <- struct{}{} }()
-		if _, err := io.Copy(dst, src); err != nil && errors.Is(err, syscall.ECONNRESET) {
-			resetConn(dst)
-			return
-		}
-		if tc, ok := dst.(*net.TCPConn); ok {
-			_ = tc.CloseWrite()
-		}
-	}
-	go pipe(backend, client)
-	go pipe(client, backend)
-	<-done
+// client as a reset, as it would through a NAT. It reports whether the
+// backend reset the connection.
+func splice(client, backend net.Conn) (backendReset bool) {
+	done := make(chan bool, 1)
+	go func() { done <- pipe(backend, client) }()
+	backendReset = pipe(client, backend)
 	<-done
 	client.Close()
 	backend.Close()
+	return backendReset
+}
+
+// pipe copies src to dst and reports whether src was reset; a reset is
+// passed on to dst, a FIN as a half close.
+func pipe(dst, src net.Conn) (srcReset bool) {
+	r := &readSide{r: src}
+	if _, err := io.Copy(dst, r); err != nil && errors.Is(err, syscall.ECONNRESET) {
+		resetConn(dst)
+		return errors.Is(r.err, syscall.ECONNRESET)
+	}
+	if tc, ok := dst.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+	}
+	return false
 }
 
 func resetConn(c net.Conn) {
@@ -107,4 +118,18 @@ func resetConn(c net.Conn) {
 		_ = tc.SetLinger(0)
 	}
 	c.Close()
+}
+
+// readSide remembers the read error, to tell src's reset from dst's.
+type readSide struct {
+	r   io.Reader
+	err error
+}
+
+func (s *readSide) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil {
+		s.err = err
+	}
+	return n, err
 }

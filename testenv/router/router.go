@@ -101,11 +101,20 @@ func (r *Router) Conns() []Conn {
 	return slices.Clone(r.conns)
 }
 
-func (r *Router) record(c Conn) {
+func (r *Router) record(c Conn) int {
 	r.mu.Lock()
 	r.conns = append(r.conns, c)
+	i := len(r.conns) - 1
 	r.mu.Unlock()
 	r.log.Debug().Str("client", c.Client).Str("backend", c.Backend).Str("outcome", c.Outcome).Msg("connection")
+	return i
+}
+
+// markBackendReset notes that the backend reset record i's connection.
+func (r *Router) markBackendReset(i int) {
+	r.mu.Lock()
+	r.conns[i].BackendReset = true
+	r.mu.Unlock()
 }
 
 // ByClient indexes Conns by the client's address, which is a client

@@ -149,6 +149,7 @@ func (k *Kernel) attachObject(obj probeObject, watchAll bool) error {
 			firstErr = cmpOr(firstErr, err)
 		} else {
 			k.links = append(k.links, l)
+			k.linkPins = append(k.linkPins, linkPinName(p))
 		}
 		k.report(p, err)
 	}

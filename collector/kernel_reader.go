@@ -14,7 +14,11 @@ const pollInterval = 20 * time.Millisecond
 
 // read is the only goroutine reading the ring buffer. It decodes into one
 // reused record and event, and never blocks on the consumer: when the
-// Events channel is full the event is dropped and counted.
+// Events channel is full the event is dropped and counted. The exception is
+// the backlog the ring buffer held when the reader opened (what a resumed
+// run collected while the daemon was down, up to 4 MiB): it waits for room,
+// because it may be larger than the channel, and while it waits the ring
+// buffer keeps the newer events (the kernel counts what does not fit).
 func (k *Kernel) read() {
 	defer close(k.done)
 	defer close(k.events)
@@ -22,6 +26,7 @@ func (k *Kernel) read() {
 		rec     ringbuf.Record
 		ev      Event
 		backoff time.Duration
+		backlog = k.backlog
 	)
 	k.reader.SetDeadline(time.Now().Add(pollInterval))
 	for {
@@ -44,6 +49,11 @@ func (k *Kernel) read() {
 			continue
 		}
 		k.counts[ev.Type].Add(1)
+		if backlog > 0 {
+			backlog -= ringRecordSize(len(rec.RawSample))
+			k.deliverWaiting(ev)
+			continue
+		}
 		select {
 		case k.events <- ev:
 		default:
@@ -51,6 +61,24 @@ func (k *Kernel) read() {
 		}
 	}
 }
+
+// deliverWaiting waits for room in the Events channel until Close.
+func (k *Kernel) deliverWaiting(ev Event) {
+	select {
+	case k.events <- ev:
+		return
+	default:
+	}
+	select {
+	case k.events <- ev:
+	case <-k.stop:
+		k.dropped.Add(1)
+	}
+}
+
+// ringRecordSize is the room a sample takes in the ring buffer: an 8-byte
+// header, the data padded to 8 bytes.
+func ringRecordSize(n int) int { return 8 + (n+7)&^7 }
 
 // readFailed logs the first error of a run of failures and sleeps with a
 // doubling backoff (at most one second), so a broken reader never spins.

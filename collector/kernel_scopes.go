@@ -3,6 +3,7 @@ package collector
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/cilium/ebpf"
 )
@@ -44,6 +45,30 @@ func newSharedMaps() (sharedMaps, error) {
 			return sharedMaps{}, fmt.Errorf("creating BPF map %s: %w", name, err)
 		}
 		m.byName[name] = mp
+	}
+	m.scopes, m.events, m.lost = m.byName["scopes"], m.byName["events"], m.byName["lost"]
+	return m, nil
+}
+
+// loadPinnedMaps reopens the shared maps pinned in dir, each checked
+// against the embedded object's definition.
+func loadPinnedMaps(dir string) (sharedMaps, error) {
+	spec, err := loadSockState()
+	if err != nil {
+		return sharedMaps{}, fmt.Errorf("parsing the embedded BPF object: %w", err)
+	}
+	m := sharedMaps{byName: map[string]*ebpf.Map{}}
+	for _, name := range sharedMapNames {
+		mp, err := ebpf.LoadPinnedMap(filepath.Join(dir, pinMapPrefix+name), nil)
+		if err != nil {
+			m.close()
+			return sharedMaps{}, fmt.Errorf("loading pinned BPF map %s: %w", name, err)
+		}
+		m.byName[name] = mp
+		if err := spec.Maps[name].Compatible(mp); err != nil {
+			m.close()
+			return sharedMaps{}, fmt.Errorf("pinned BPF map %s: %w", name, err)
+		}
 	}
 	m.scopes, m.events, m.lost = m.byName["scopes"], m.byName["events"], m.byName["lost"]
 	return m, nil

@@ -20,6 +20,9 @@ const (
 	// DefaultKeepCompleted is how long complete terminations stay in the
 	// store and the API (the correlator itself keeps them one hour).
 	DefaultKeepCompleted = 7 * 24 * time.Hour
+	// DefaultPinPath is where `drainwatch run` pins its BPF programs and
+	// maps (bpffs), so they keep collecting across a restart.
+	DefaultPinPath = "/sys/fs/bpf/drainwatch"
 )
 
 // Kernel is the kernel side the daemon drives: *collector.Kernel, or a fake
@@ -48,6 +51,15 @@ type Config struct {
 	Listener   net.Listener
 	// StateDir holds the bbolt store.
 	StateDir string
+	// PinPath, a directory on bpffs, keeps the kernel side collecting while
+	// the daemon restarts: the programs and maps are pinned under
+	// PinPath/<node name> and resumed by the next run on the same state
+	// dir. Empty: nothing is pinned (a restart leaves a daemon_down gap).
+	// `drainwatch run` defaults to DefaultPinPath.
+	PinPath string
+	// UnpinOnExit removes the pins at shutdown: the programs detach (for
+	// an uninstall, or a test).
+	UnpinOnExit bool
 	// CgroupRoot is the cgroup2 mount (or a subtree of it) searched for
 	// container cgroups, found in /proc/self/mountinfo when empty; ProcRoot
 	// is /proc.

@@ -90,7 +90,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if err := d.restoreCompleted(); err != nil {
 		return err
 	}
-	if d.kernel, err = d.cfg.OpenKernel(collector.KernelOptions{Logger: d.log.With().Str("component", "kernel").Logger()}); err != nil {
+	if d.kernel, err = d.cfg.OpenKernel(d.kernelOptions(restored)); err != nil {
 		return fmt.Errorf("opening the kernel collector: %w", err)
 	}
 	d.scopes = newScopeSync(d.kernel, d.corr, d.cfg.CgroupRoot, d.cfg.ProcRoot, d.log)
@@ -101,11 +101,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		}
 	}
 	d.reportProbes()
-	// Losses are counted from now: a resumed kernel side reports those of
-	// the previous run too.
-	if st, err := d.kernel.Stats(); err == nil {
-		d.counters.lost = st.Lost()
-	}
+	d.baselineLost(cp, restored)
 	return d.runWired(ctx)
 }
 
@@ -123,8 +119,11 @@ func (d *Daemon) runWired(ctx context.Context) error {
 	srvErr := d.startServer(kctx)
 	loopErr := d.loop(ctx, kubeErr, srvErr)
 	stopKube()
-	closeErr := d.kernel.Close()
+	closeErr := d.closeKernel()
 	d.drainKernel()
+	// Events the reader dropped while nobody consumed are a gap, saved
+	// with the final checkpoint.
+	d.accountLost(d.cfg.Now())
 	cpErr := d.checkpoint(closeErr == nil)
 	d.scopes.closeFiles()
 	if d.events != nil {
@@ -160,36 +159,6 @@ func (d *Daemon) startKube(ctx context.Context, errc chan<- error) error {
 	}
 	go func() { errc <- kube.Run(ctx) }()
 	return nil
-}
-
-// restore loads the previous run's correlator state and scopes, and reports
-// the time the daemon was down as a kernel gap.
-func (d *Daemon) restore(cp Checkpoint) error {
-	if err := d.corr.Restore(cp.Correlator); err != nil {
-		return fmt.Errorf("restoring correlator state: %w", err)
-	}
-	d.relist.restored(cp.Correlator)
-	now := d.cfg.Now()
-	d.scopes.restore(cp.Scopes, now)
-	// Everything up to the watermark was counted and saved; later events
-	// may have been queued or processed without being saved, and nothing
-	// was collected while the daemon was down, unless the kernel side kept
-	// collecting into a pinned ring buffer (then only a crash, which loses
-	// the events read after the last checkpoint, leaves a gap).
-	from := later(cp.Correlator.KernelWatermark.At, cp.Alive.Add(-time.Second))
-	if !kernelResumed(d.kernel) || !cp.Clean {
-		d.corr.KernelGap("daemon_down", from, now)
-	}
-	d.log.Info().Time("down_since", from).Dur("down_for", now.Sub(from)).Int("scopes", len(cp.Scopes)).
-		Msg("restored state of the previous run")
-	return nil
-}
-
-// kernelResumed says whether the kernel side kept collecting while the
-// daemon was down (pinned BPF objects reopened): then there is no gap.
-func kernelResumed(k Kernel) bool {
-	r, ok := k.(interface{ Resumed() bool })
-	return ok && r.Resumed()
 }
 
 // restoreCompleted loads the stored complete terminations into the API view

@@ -19,6 +19,8 @@ import (
 type fakeKernel struct {
 	events  chan collector.Event
 	resumed bool
+	// lostInKernel is what Stats reports as ring-buffer reserve failures.
+	lostInKernel uint64
 	mu      sync.Mutex
 	netns   map[uint32]bool
 	cgroups map[uint64]bool
@@ -34,7 +36,9 @@ func (k *fakeKernel) open(collector.KernelOptions) (daemon.Kernel, error) { retu
 func (k *fakeKernel) Events() <-chan collector.Event                      { return k.events }
 func (k *fakeKernel) Resumed() bool                                       { return k.resumed }
 func (k *fakeKernel) Probes() []collector.ProbeStatus                     { return nil }
-func (k *fakeKernel) Stats() (collector.KernelStats, error)               { return collector.KernelStats{}, nil }
+func (k *fakeKernel) Stats() (collector.KernelStats, error) {
+	return collector.KernelStats{LostInKernel: k.lostInKernel}, nil
+}
 func (k *fakeKernel) Close() error                                        { k.once.Do(func() { close(k.events) }); return nil }
 
 func (k *fakeKernel) WatchNetns(ino uint32) error { k.set(func() { k.netns[ino] = true }); return nil }

@@ -140,6 +140,9 @@ func (d *Daemon) checkpoint(clean bool) error {
 	}
 	now := d.cfg.Now()
 	cp := Checkpoint{Correlator: state, Scopes: d.scopes.records(), Alive: now, Clean: clean}
+	if st, err := d.kernel.Stats(); err == nil {
+		cp.KernelLost = st.LostInKernel
+	}
 	if err := d.store.SaveCheckpoint(cp, d.completed); err != nil {
 		return err
 	}

@@ -72,15 +72,24 @@ func TestDaemonRestartMidTermination(t *testing.T) {
 	for _, tc := range []struct {
 		name             string
 		resumed, crashed bool
+		lostWhileDown    uint64
 	}{
-		{"kernel_resumed", true, false},
-		{"kernel_restarted", false, false},
+		{"kernel_resumed", true, false, 0},
+		{"kernel_restarted", false, false, 0},
 		// A crash loses the events read after the last checkpoint, even
 		// when the kernel side kept collecting.
-		{"kernel_resumed_after_crash", true, true},
+		{"kernel_resumed_after_crash", true, true, 0},
+		// The ring buffer overflowed while the daemon was down: the kernel
+		// counted the losses, the termination is partial (events_lost).
+		{"kernel_resumed_overflowed", true, false, 7},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testRestart(t, tc.resumed, tc.crashed) })
+		t.Run(tc.name, func(t *testing.T) { testRestart(t, restartCase{tc.resumed, tc.crashed, tc.lostWhileDown}) })
 	}
+}
+
+type restartCase struct {
+	resumed, crashed bool
+	lostWhileDown    uint64
 }
 
 // simulateCrash rewrites the last checkpoint as a periodic one: what a
@@ -99,7 +108,8 @@ func simulateCrash(t *testing.T, dir string) {
 	must(t, s.SaveCheckpoint(cp, nil))
 }
 
-func testRestart(t *testing.T, resumed, crashed bool) {
+func testRestart(t *testing.T, tc restartCase) {
+	resumed, crashed := tc.resumed, tc.crashed
 	cp := cptest.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -140,6 +150,7 @@ func testRestart(t *testing.T, resumed, crashed bool) {
 	}
 
 	kernel2 := newFakeKernel(resumed)
+	kernel2.lostInKernel = tc.lostWhileDown
 	cfg.OpenKernel = kernel2.open
 	d2 := startDaemon(t, cfg)
 	must(t, wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) {
@@ -159,7 +170,10 @@ func testRestart(t *testing.T, resumed, crashed bool) {
 	if partial := slices.Contains(got.PartialReasons, "daemon_down"); partial != (!resumed || crashed) {
 		t.Errorf("resumed=%v crashed=%v: partial reasons %v", resumed, crashed, got.PartialReasons)
 	}
-	if resumed && !crashed && got.Partial {
+	if lost := slices.Contains(got.PartialReasons, "events_lost"); lost != (tc.lostWhileDown > 0) {
+		t.Errorf("%d events lost while down: partial reasons %v", tc.lostWhileDown, got.PartialReasons)
+	}
+	if resumed && !crashed && tc.lostWhileDown == 0 && got.Partial {
 		t.Errorf("kernel resumed, yet the termination is partial: %v", got.PartialReasons)
 	}
 	if !kernel2.released(fn.netns, fn.cgroupID) {
@@ -173,6 +187,7 @@ func testRestart(t *testing.T, resumed, crashed bool) {
 	// A third run replays the API (the pod is gone) and the stored record:
 	// nothing is counted again.
 	kernel3 := newFakeKernel(resumed)
+	kernel3.lostInKernel = tc.lostWhileDown
 	cfg.OpenKernel = kernel3.open
 	d3 := startDaemon(t, cfg)
 	again := waitTermination(ctx, t, d3.Daemon, uid, "stored termination", func(correlate.Termination) bool { return true })

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,7 @@ var (
 	keyScopes          = []byte("scopes")
 	keyAlive           = []byte("alive")
 	keyClean           = []byte("clean")
+	keyKernelLost      = []byte("kernel_lost")
 )
 
 // Store persists what a restart must not lose: the correlator's state (the
@@ -71,6 +73,10 @@ type Checkpoint struct {
 	// Clean is set by the checkpoint of an orderly shutdown: every kernel
 	// event read from the ring buffer was counted and saved.
 	Clean bool
+	// KernelLost is the kernel's count of ring-buffer reserve failures at
+	// the checkpoint: a resumed kernel side that counts more lost events
+	// while the daemon was down.
+	KernelLost uint64
 }
 
 // ScopeRecord is one pod's watched kernel scopes.
@@ -98,8 +104,9 @@ func (s *Store) SaveCheckpoint(cp Checkpoint, completed []correlate.Termination)
 		if cp.Clean {
 			clean[0] = 1
 		}
+		lost := binary.BigEndian.AppendUint64(nil, cp.KernelLost)
 		if err := errors.Join(meta.Put(keyCorrelator, state), meta.Put(keyScopes, scopes), meta.Put(keyAlive, alive),
-			meta.Put(keyClean, clean)); err != nil {
+			meta.Put(keyClean, clean), meta.Put(keyKernelLost, lost)); err != nil {
 			return err
 		}
 		return putTerminations(tx.Bucket(bucketTerminations), completed)
@@ -142,6 +149,9 @@ func (s *Store) LoadCheckpoint() (cp Checkpoint, ok bool, err error) {
 		}
 		if v := meta.Get(keyClean); len(v) == 1 {
 			cp.Clean = v[0] == 1
+		}
+		if v := meta.Get(keyKernelLost); len(v) == 8 {
+			cp.KernelLost = binary.BigEndian.Uint64(v)
 		}
 		return cp.Alive.UnmarshalBinary(meta.Get(keyAlive))
 	})

@@ -2,7 +2,7 @@
 // after SIGTERM and the requests killed by SIGKILL during pod terminations.
 //
 // main only dispatches to subcommands; each lives in its own file
-// (trace.go, run.go, timeline.go) and returns its exit code.
+// (trace.go, run.go, timeline.go, cleanup.go) and returns its exit code.
 package main
 
 import (
@@ -20,6 +20,7 @@ Usage:
   drainwatch run     [flags]   the node daemon (Kubernetes, metrics, API)
   drainwatch trace   [flags]   stream kernel events of a netns, cgroup or pid (no Kubernetes)
   drainwatch timeline [flags]  a termination's timeline from one or all daemons
+  drainwatch cleanup [flags]   detach the eBPF programs a stopped daemon left pinned
   drainwatch version           print the version
   drainwatch help              this text
 
@@ -42,6 +43,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return traceCmd(args[1:], stdout, stderr)
 	case "timeline":
 		return timelineCmd(args[1:], stdout, stderr)
+	case "cleanup":
+		return cleanupCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "drainwatch %s (%s)\n", exporter.Version, runtime.Version())
 		return 0

@@ -20,8 +20,9 @@ import (
 // environment variable so a DaemonSet can set them from the downward API.
 type runFlags struct {
 	nodeName, kubeconfig, listen, stateDir, cgroupRoot string
+	pinPath                                            string
 	logLevel, logFormat                                string
-	noEvents                                           bool
+	noEvents, unpinOnExit                              bool
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
@@ -33,6 +34,8 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.StringVar(&f.listen, "listen", envOr("DRAINWATCH_LISTEN", ":9090"), "address serving /metrics, /api/v1/terminations and /ui; empty disables (env DRAINWATCH_LISTEN)")
 	fs.StringVar(&f.stateDir, "state-dir", envOr("DRAINWATCH_STATE_DIR", "/var/lib/drainwatch"), "directory of the state store, kept across restarts (env DRAINWATCH_STATE_DIR)")
 	fs.StringVar(&f.cgroupRoot, "cgroup-root", os.Getenv("DRAINWATCH_CGROUP_ROOT"), "cgroup2 mount (or subtree) holding the pods' cgroups; empty: found in /proc/self/mountinfo (env DRAINWATCH_CGROUP_ROOT)")
+	fs.StringVar(&f.pinPath, "pin-path", envOr("DRAINWATCH_PIN_PATH", daemon.DefaultPinPath), "bpffs directory where the eBPF programs stay attached across restarts (under <pin-path>/<node>); empty: nothing pinned, a restart leaves a gap (env DRAINWATCH_PIN_PATH)")
+	fs.BoolVar(&f.unpinOnExit, "unpin-on-exit", os.Getenv("DRAINWATCH_UNPIN_ON_EXIT") == "true", "remove the pins at exit so the programs detach (uninstall; see also drainwatch cleanup) (env DRAINWATCH_UNPIN_ON_EXIT=true)")
 	fs.StringVar(&f.logLevel, "log-level", envOr("DRAINWATCH_LOG_LEVEL", "info"), "debug, info, warn or error (env DRAINWATCH_LOG_LEVEL)")
 	fs.StringVar(&f.logFormat, "log-format", envOr("DRAINWATCH_LOG_FORMAT", "json"), "json or console (env DRAINWATCH_LOG_FORMAT)")
 	fs.BoolVar(&f.noEvents, "no-events", os.Getenv("DRAINWATCH_NO_EVENTS") == "true", "do not post Warning Events on pods and workloads (env DRAINWATCH_NO_EVENTS=true)")
@@ -84,6 +87,7 @@ func runCmd(args []string) int {
 	d, err := daemon.New(daemon.Config{
 		NodeName: f.nodeName, Kubeconfig: f.kubeconfig, ListenAddr: f.listen,
 		StateDir: f.stateDir, CgroupRoot: f.cgroupRoot, Log: log, NoEvents: f.noEvents,
+		PinPath: f.pinPath, UnpinOnExit: f.unpinOnExit,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("invalid configuration")
@@ -91,7 +95,8 @@ func runCmd(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	log.Info().Str("node", f.nodeName).Str("state_dir", f.stateDir).Str("listen", f.listen).Msg("drainwatch starting")
+	log.Info().Str("node", f.nodeName).Str("state_dir", f.stateDir).Str("listen", f.listen).Str("pin_path", f.pinPath).
+		Msg("drainwatch starting")
 	if err := d.Run(ctx); err != nil {
 		log.Error().Err(err).Msg("drainwatch failed")
 		return 1

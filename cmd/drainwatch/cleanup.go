@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/daemon"
+)
+
+// cleanupCmd is `drainwatch cleanup`: it removes the BPF pins `drainwatch
+// run` leaves so its programs collect across restarts. Run it after an
+// uninstall (or use run --unpin-on-exit); it refuses pins a running daemon
+// holds.
+func cleanupCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("drainwatch cleanup", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pinPath := fs.String("pin-path", envOr("DRAINWATCH_PIN_PATH", daemon.DefaultPinPath), "the pin path drainwatch run used (env DRAINWATCH_PIN_PATH)")
+	node := fs.String("node-name", "", "remove only this node's pins (default: every node's under --pin-path)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 || *pinPath == "" {
+		fmt.Fprintln(stderr, "drainwatch cleanup: takes --pin-path (non-empty) and --node-name only")
+		return 2
+	}
+	dirs, err := pinDirs(*pinPath, *node)
+	if err != nil {
+		fmt.Fprintln(stderr, "drainwatch cleanup:", err)
+		return 1
+	}
+	code := 0
+	for _, dir := range dirs {
+		if err := collector.RemovePins(dir); err != nil {
+			fmt.Fprintln(stderr, "drainwatch cleanup:", err)
+			code = 1
+			continue
+		}
+		fmt.Fprintln(stdout, "removed", dir)
+	}
+	if *node == "" && code == 0 {
+		_ = os.Remove(*pinPath)
+	}
+	return code
+}
+
+// pinDirs lists the per-node pin directories to remove.
+func pinDirs(root, node string) ([]string, error) {
+	if node != "" {
+		return []string{daemon.NodePinPath(root, node)}, nil
+	}
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", root, err)
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.IsDir() {
+			dirs = append(dirs, filepath.Join(root, e.Name()))
+		}
+	}
+	return dirs, nil
+}

@@ -1,0 +1,111 @@
+package daemon
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// What a restart keeps, and what it can lose.
+//
+// The store keeps the correlator's state; with Config.PinPath the kernel
+// side keeps collecting into the pinned ring buffer while the daemon is
+// down, and the next run's reader continues at the kernel's consumer
+// position. An orderly shutdown (SIGTERM) stops the reader, counts every
+// event it had read and saves a clean checkpoint: the next run, resumed,
+// neither misses nor repeats an event, and reports no gap.
+//
+// A daemon killed without its final checkpoint (SIGKILL, OOM, a node
+// crash) loses what it read from the ring buffer after its last periodic
+// checkpoint (at most CheckpointEvery): the kernel's consumer position has
+// moved past those events, and the saved state does not count them. The
+// next run then reports a daemon_down gap from the last event it saved, so
+// the terminations overlapping it are partial, never silently short.
+// Events the ring buffer could not hold while the daemon was down (4 MiB,
+// about 29,000 events) are counted by the kernel and reported as an
+// events_lost gap.
+
+// kernelOptions are the options of this run's kernel side: resume the
+// pinned programs only when the store has state that continues them.
+func (d *Daemon) kernelOptions(restored bool) collector.KernelOptions {
+	o := collector.KernelOptions{Logger: d.log.With().Str("component", "kernel").Logger(), NoResume: !restored}
+	if d.cfg.PinPath != "" {
+		o.PinPath = NodePinPath(d.cfg.PinPath, d.cfg.NodeName)
+	}
+	return o
+}
+
+// NodePinPath is the node's pin directory under a pin path: keyed by node
+// so that test hosts running a daemon per simulated node never share a ring
+// buffer (bpffs reserves dots in names).
+func NodePinPath(pinPath, node string) string {
+	return filepath.Join(pinPath, strings.ReplaceAll(node, ".", "_"))
+}
+
+// restore loads the previous run's correlator state and scopes, and
+// reports the time the daemon was down as a kernel gap unless the kernel
+// side kept collecting and the previous run saved everything it read.
+func (d *Daemon) restore(cp Checkpoint) error {
+	if err := d.corr.Restore(cp.Correlator); err != nil {
+		return fmt.Errorf("restoring correlator state: %w", err)
+	}
+	d.relist.restored(cp.Correlator)
+	now := d.cfg.Now()
+	d.scopes.restore(cp.Scopes, now)
+	from := downSince(cp)
+	resumed := kernelResumed(d.kernel)
+	if !resumed || !cp.Clean {
+		d.corr.KernelGap("daemon_down", from, now)
+	}
+	d.log.Info().Time("down_since", from).Dur("down_for", now.Sub(from)).Int("scopes", len(cp.Scopes)).
+		Bool("kernel_resumed", resumed).Bool("clean_shutdown", cp.Clean).Msg("restored state of the previous run")
+	return nil
+}
+
+// downSince is the start of what a restart may have missed: everything up
+// to the kernel watermark was counted and saved; later events may have
+// been read without being saved.
+func downSince(cp Checkpoint) time.Time {
+	return later(cp.Correlator.KernelWatermark.At, cp.Alive.Add(-time.Second))
+}
+
+// kernelResumed says whether the kernel side kept collecting while the
+// daemon was down (pinned BPF objects reopened).
+func kernelResumed(k Kernel) bool {
+	r, ok := k.(interface{ Resumed() bool })
+	return ok && r.Resumed()
+}
+
+// baselineLost starts counting lost events from now. A resumed kernel side
+// counts the losses of every run since its programs were loaded: those
+// beyond the last checkpoint's happened while the daemon was down (the ring
+// buffer filled), a gap over the downtime.
+func (d *Daemon) baselineLost(cp Checkpoint, restored bool) {
+	st, err := d.kernel.Stats()
+	if err != nil {
+		d.log.Warn().Err(err).Msg("reading kernel stats")
+		return
+	}
+	d.counters.lost = st.Lost()
+	if !restored || !kernelResumed(d.kernel) || st.LostInKernel <= cp.KernelLost {
+		return
+	}
+	n, now := st.LostInKernel-cp.KernelLost, d.cfg.Now()
+	d.metrics.AddKernelEventsLost(n)
+	d.corr.KernelGap("events_lost", downSince(cp), now)
+	d.log.Warn().Uint64("lost", n).Msg("the ring buffer overflowed while drainwatch was down: overlapping terminations are partial")
+}
+
+// closeKernel stops the kernel side, first removing its pins when asked
+// (the programs then detach at Close instead of collecting on).
+func (d *Daemon) closeKernel() error {
+	if u, ok := d.kernel.(interface{ Unpin() error }); ok && d.cfg.UnpinOnExit {
+		if err := u.Unpin(); err != nil {
+			d.log.Error().Err(err).Msg("removing the BPF pins")
+		}
+	}
+	return d.kernel.Close()
+}

@@ -21,10 +21,10 @@ type fakeKernel struct {
 	resumed bool
 	// lostInKernel is what Stats reports as ring-buffer reserve failures.
 	lostInKernel uint64
-	mu      sync.Mutex
-	netns   map[uint32]bool
-	cgroups map[uint64]bool
-	once    sync.Once
+	mu           sync.Mutex
+	netns        map[uint32]bool
+	cgroups      map[uint64]bool
+	once         sync.Once
 }
 
 func newFakeKernel(resumed bool) *fakeKernel {
@@ -39,7 +39,7 @@ func (k *fakeKernel) Probes() []collector.ProbeStatus                     { retu
 func (k *fakeKernel) Stats() (collector.KernelStats, error) {
 	return collector.KernelStats{LostInKernel: k.lostInKernel}, nil
 }
-func (k *fakeKernel) Close() error                                        { k.once.Do(func() { close(k.events) }); return nil }
+func (k *fakeKernel) Close() error { k.once.Do(func() { close(k.events) }); return nil }
 
 func (k *fakeKernel) WatchNetns(ino uint32) error { k.set(func() { k.netns[ino] = true }); return nil }
 func (k *fakeKernel) UnwatchNetns(ino uint32) error {

@@ -51,7 +51,9 @@ func (c *Correlator) deletionSeen(p *podState, seen time.Time, firstSight bool) 
 	}
 	t := p.Term
 	m := &t.T.Marks
-	if m.DeleteRequested.IsZero() {
+	first := m.DeleteRequested.IsZero()
+	applyDeletionGrace(&t.T, p.Pod, first)
+	if first {
 		m.DeleteRequested = p.Pod.DeletionTimestamp.Add(-p.Pod.DeletionGracePeriod)
 	}
 	if m.DeletionSeen.IsZero() {
@@ -175,14 +177,14 @@ func (c *Correlator) begin(p *podState, start time.Time) {
 	c.endpointsNotReady(p)
 }
 
-// identify copies the pod's identity into its termination.
+// identify copies the pod's identity into its termination, and its own
+// grace period until a deletion sets one (applyDeletionGrace).
 func identify(t *Termination, pod collector.Pod) {
 	t.PodUID = pod.UID
 	t.Pod = pod.Namespace + "/" + pod.Name
 	t.Node, t.PodIP, t.Workload = pod.Node, pod.IP, pod.Workload
-	t.GracePeriod = pod.GracePeriod
-	if !pod.DeletionTimestamp.IsZero() {
-		t.GracePeriod = pod.DeletionGracePeriod
+	if t.Marks.DeleteRequested.IsZero() {
+		t.GracePeriod = pod.GracePeriod
 	}
 }
 
@@ -206,6 +208,13 @@ func anyRunning(pod collector.Pod) bool {
 
 func later(a, b time.Time) time.Time {
 	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
 		return a
 	}
 	return b

@@ -40,11 +40,12 @@ type doneTermination struct {
 	Hidden bool `json:"hidden,omitempty"`
 }
 
-// kernelGap is a span in which kernel events were lost or not collected.
+// kernelGap is a span in which kernel events were lost or not collected;
+// a zero To is still open.
 type kernelGap struct {
 	Reason string    `json:"reason"`
 	From   time.Time `json:"from"`
-	To     time.Time `json:"to"`
+	To     time.Time `json:"to,omitzero"`
 }
 
 // New returns an empty Correlator.

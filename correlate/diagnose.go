@@ -66,12 +66,19 @@ func listenerClosedEarly(t Termination, cfg Config) *Diagnosis {
 	if n.RefusedAfterSigterm+n.RefusedBeforeSigterm == 0 {
 		return nil
 	}
-	took, _ := routingTook(t)
-	return &Diagnosis{Code: DiagListenerClosedEarly,
-		Message: fmt.Sprintf("%d connections refused (%d after the stop signal, %d before it): the listener closed %s after the deletion while routing still sent traffic until %s after it",
-			n.RefusedAfterSigterm+n.RefusedBeforeSigterm, n.RefusedAfterSigterm, n.RefusedBeforeSigterm,
-			signedSpan(deletionRef(t), t.Marks.ListenerClosed), secs(took)),
-		Fix: fmt.Sprintf("add preStop sleep ≥ %ds: routing took %s", sleepFor(took, cfg), secs(took))}
+	closed := "the listener was never seen closing"
+	if rel := relative(deletionRef(t), t.Marks.ListenerClosed, "the deletion"); rel != "" {
+		closed = "the listener closed " + rel
+	}
+	d := &Diagnosis{Code: DiagListenerClosedEarly,
+		Message: fmt.Sprintf("%d connections refused (%d after the stop signal, %d before it): %s",
+			n.RefusedAfterSigterm+n.RefusedBeforeSigterm, n.RefusedAfterSigterm, n.RefusedBeforeSigterm, closed),
+		Fix: fmt.Sprintf("add preStop sleep ≥ %ds", sleepFor(0, cfg))}
+	if took, ok := routingTook(t); ok {
+		d.Message += fmt.Sprintf(" while routing still sent traffic until %s after the deletion", secs(took))
+		d.Fix = fmt.Sprintf("add preStop sleep ≥ %ds: routing took %s", sleepFor(took, cfg), secs(took))
+	}
+	return d
 }
 
 func noDrainDelay(t Termination, cfg Config) *Diagnosis {
@@ -88,8 +95,8 @@ func noDrainDelay(t Termination, cfg Config) *Diagnosis {
 		took = cfg.MinDrainDelay
 	}
 	return &Diagnosis{Code: DiagNoDrainDelay,
-		Message: fmt.Sprintf("the listener closed %s after the deletion: nothing kept the pod serving while routing converged",
-			secs(m.ListenerClosed.Sub(start))),
+		Message: fmt.Sprintf("the listener closed %s: nothing kept the pod serving while routing converged",
+			relative(start, m.ListenerClosed, "the deletion")),
 		Fix: fmt.Sprintf("add preStop sleep ≥ %ds or keep serving that long after the stop signal", sleepFor(took, cfg))}
 }
 
@@ -105,12 +112,12 @@ func ignoredDiagnosis(t Termination, ignored bool) *Diagnosis {
 	if !ignored {
 		return nil
 	}
-	target := t.StopSignalTarget
-	if target == "" {
-		target = "?"
+	target := clause(" (", t.StopSignalTarget)
+	if target != "" {
+		target += ")"
 	}
 	return &Diagnosis{Code: DiagStopSignalIgnored,
-		Message: fmt.Sprintf("%s to PID 1 (%s) had no effect for %s until SIGKILL: no listener closed, no exit",
+		Message: fmt.Sprintf("%s to PID 1%s had no effect for %s until SIGKILL: no listener closed, no exit",
 			signalName(t.StopSignal), target, secs(t.Marks.Sigkill.Sub(t.Marks.StopSignal))),
 		Fix: "PID 1 ignores signals it has no handler for: exec the server from the shell (exec ./server), run an init such as tini, or handle the signal"}
 }
@@ -121,8 +128,8 @@ func graceExceeded(t Termination, ignored bool) *Diagnosis {
 		return nil
 	}
 	return &Diagnosis{Code: DiagGraceExceeded,
-		Message: fmt.Sprintf("still running when the grace period of %s ran out: SIGKILL %s after the stop signal",
-			secs(t.GracePeriod), signedSpan(m.StopSignal, m.Sigkill)),
+		Message: fmt.Sprintf("still running when the grace period of %s ran out%s",
+			secs(t.GracePeriod), clause(": SIGKILL ", relative(m.StopSignal, m.Sigkill, "the stop signal"))),
 		Fix: fmt.Sprintf("finish the drain within the grace period or raise terminationGracePeriodSeconds above %s", secs(t.GracePeriod))}
 }
 
@@ -135,19 +142,25 @@ func requestsKilled(t Termination, ignored bool) *Diagnosis {
 	if ignored {
 		fix = "make the server receive the stop signal so in-flight requests can finish"
 	}
-	return &Diagnosis{Code: DiagRequestsKilled,
-		Message: fmt.Sprintf("SIGKILL %s after the stop signal killed %d in-flight requests (%d were in flight at the stop signal)",
-			signedSpan(t.Marks.StopSignal, t.Marks.Sigkill), n, t.Counts.InflightAtStopSignal),
-		Fix: fix}
+	msg := fmt.Sprintf("SIGKILL%s killed %d in-flight requests",
+		clause(" ", relative(t.Marks.StopSignal, t.Marks.Sigkill, "the stop signal")), n)
+	if !t.Marks.StopSignal.IsZero() {
+		msg += fmt.Sprintf(" (%d were in flight at the stop signal)", t.Counts.InflightAtStopSignal)
+	}
+	return &Diagnosis{Code: DiagRequestsKilled, Message: msg, Fix: fix}
 }
 
 func prestopFailed(t Termination, message string) *Diagnosis {
-	if t.Marks.PrestopFailed.IsZero() {
+	m := t.Marks
+	if m.PrestopFailed.IsZero() {
 		return nil
 	}
-	return &Diagnosis{Code: DiagPrestopFailed,
-		Message: fmt.Sprintf("the preStop hook failed %s after Killing (kubelet: %q); the stop signal followed at once",
-			signedSpan(t.Marks.Killing, t.Marks.PrestopFailed), message),
+	msg := fmt.Sprintf("the preStop hook failed%s (kubelet: %q)",
+		clause(" ", relative(m.Killing, m.PrestopFailed, "Killing")), message)
+	if !m.StopSignal.IsZero() {
+		msg += "; the stop signal followed at once"
+	}
+	return &Diagnosis{Code: DiagPrestopFailed, Message: msg,
 		Fix: "check that the preStop command exists in the image, or use the preStop sleep action"}
 }
 

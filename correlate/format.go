@@ -3,6 +3,7 @@ package correlate
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -34,17 +35,34 @@ func sleepFor(took time.Duration, cfg Config) int {
 	return max(1, int(math.Ceil((took + cfg.PreStopMargin).Seconds())))
 }
 
-// secs formats a duration in seconds with three significant digits.
+// secs formats a duration in seconds with three significant digits and
+// no exponent: a listener can close microseconds after the deletion, and
+// "3.49e-05s" is not for people.
 func secs(d time.Duration) string {
-	return fmt.Sprintf("%.3gs", d.Seconds())
+	v, _ := strconv.ParseFloat(fmt.Sprintf("%.3g", d.Seconds()), 64)
+	return strconv.FormatFloat(v, 'f', -1, 64) + "s"
 }
 
-// signedSpan formats to − from, or "?" when a mark is missing.
-func signedSpan(from, to time.Time) string {
+// relative phrases when `to` happened relative to `from`, named what
+// ("0.5s after the stop signal", "0.003s before the deletion"), or "" when
+// either mark is missing: a message leaves the clause out rather than
+// print a placeholder.
+func relative(from, to time.Time, what string) string {
 	if from.IsZero() || to.IsZero() {
-		return "?"
+		return ""
 	}
-	return secs(to.Sub(from))
+	if to.Before(from) {
+		return secs(from.Sub(to)) + " before " + what
+	}
+	return secs(to.Sub(from)) + " after " + what
+}
+
+// clause prefixes a non-empty phrase with sep.
+func clause(sep, phrase string) string {
+	if phrase == "" {
+		return ""
+	}
+	return sep + phrase
 }
 
 func signalName(sig uint32) string {

@@ -6,19 +6,46 @@ import (
 	"time"
 )
 
-// A gap before the termination began leaves it whole; a probe unavailable
-// from daemon start on (an open-ended gap) makes every termination partial.
-func TestKernelGapsOverlap(t *testing.T) {
-	before := New(Config{})
-	feed(before, []any{gap{"events_lost", ms(-50000), ms(-40000)}})
-	if got := finish(t, before, naive(), ms(7600)); got.Partial {
-		t.Errorf("a gap before the deletion made it partial: %v", got.PartialReasons)
+// Kernel gaps make the terminations they overlap partial. A zero `to` is
+// open until a later gap of the same reason closes it, like the daemon's
+// far-future `to` for a probe that never attached; an open gap is never
+// evicted by closed ones. protocol(true) runs from −20 ms to its deadline
+// at +7.6 s.
+func TestKernelGaps(t *testing.T) {
+	forever := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	var manyLost []any
+	for i := range maxGaps {
+		manyLost = append(manyLost, gap{"events_lost", ms(-80000 + i*100), ms(-80000 + i*100 + 50)})
 	}
-	open := New(Config{})
-	feed(open, []any{gap{"probe_unavailable", ms(-90000), ms(0).Add(100 * 24 * time.Hour)}})
-	got := finish(t, open, protocol(true), ms(7600))
-	if !slices.Equal(got.PartialReasons, []string{"probe_unavailable"}) || got.Outcome != OutcomePartial {
-		t.Errorf("partial %v outcome %s, want probe_unavailable, partial", got.PartialReasons, got.Outcome)
+	tests := []struct {
+		name    string
+		gaps    []any
+		partial []string
+	}{
+		{"closed before the deletion", []any{gap{"events_lost", ms(-50000), ms(-40000)}}, nil},
+		{"open until the year 9999", []any{gap{"probe_unavailable", ms(-90000), forever}}, []string{"probe_unavailable"}},
+		{"open: zero to", []any{gap{"probe_unavailable", ms(-90000), time.Time{}}}, []string{"probe_unavailable"}},
+		{"open, closed before the deletion", []any{gap{"probe_unavailable", ms(-90000), time.Time{}},
+			gap{"probe_unavailable", ms(-60000), ms(-30000)}}, nil},
+		{"open, closed during the drain", []any{gap{"probe_unavailable", ms(-90000), time.Time{}},
+			gap{"probe_unavailable", ms(1000), ms(1000)}}, []string{"probe_unavailable"}},
+		{"open from after the termination", []any{gap{"probe_unavailable", ms(8000), time.Time{}}}, nil},
+		{"open, then more closed gaps than are kept", []any{gap{"probe_unavailable", ms(-90000), time.Time{}}, manyLost},
+			[]string{"probe_unavailable"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := New(Config{})
+			feed(c, tc.gaps)
+			got := finish(t, c, protocol(true), ms(7600))
+			want := OutcomeClean
+			if len(tc.partial) > 0 {
+				want = OutcomePartial
+			}
+			if !slices.Equal(got.PartialReasons, tc.partial) || got.Outcome != want {
+				t.Errorf("partial %v outcome %s, want %v %s", got.PartialReasons, got.Outcome, tc.partial, want)
+			}
+		})
 	}
 }
 

@@ -21,15 +21,39 @@ const (
 // collected (ring buffer full, a probe unavailable, the daemon down).
 // Terminations overlapping it are partial with that reason. Open listeners
 // may have been missed, so every pod's listener set stops being complete.
+// A zero to leaves the gap open until further notice: a later KernelGap
+// with the same reason and a non-zero to closes it there. A far-future to
+// (the daemon's year 9999) is open as well, and stays so.
 func (c *Correlator) KernelGap(reason string, from, to time.Time) {
-	if len(c.gaps) == maxGaps {
-		c.gaps = c.gaps[1:]
-	}
-	c.gaps = append(c.gaps, kernelGap{Reason: reason, From: from, To: to})
 	for _, p := range c.pods {
 		p.Listeners.Complete = false
 	}
+	for i, g := range c.gaps {
+		if g.Reason == reason && g.To.IsZero() {
+			c.gaps[i].From, c.gaps[i].To = earlier(g.From, from), to
+			return
+		}
+	}
+	if len(c.gaps) == maxGaps {
+		i := evictable(c.gaps)
+		c.gaps = slices.Delete(c.gaps, i, i+1)
+	}
+	c.gaps = append(c.gaps, kernelGap{Reason: reason, From: from, To: to})
 }
+
+// evictable is the gap to drop when the list is full: the oldest closed
+// one, so an open gap (a probe still missing) keeps marking terminations.
+func evictable(gaps []kernelGap) int {
+	for i, g := range gaps {
+		if !g.open() {
+			return i
+		}
+	}
+	return 0
+}
+
+// open says whether the gap has no end yet (zero to).
+func (g kernelGap) open() bool { return g.To.IsZero() }
 
 // Tick completes the terminations whose pod is gone and whose kernel tail
 // has elapsed at now, returns them (oldest first), and forgets what
@@ -101,7 +125,7 @@ func (c *Correlator) expire(now time.Time) {
 			delete(c.done, uid)
 		}
 	}
-	c.gaps = slices.DeleteFunc(c.gaps, func(g kernelGap) bool { return g.To.Before(horizon) })
+	c.gaps = slices.DeleteFunc(c.gaps, func(g kernelGap) bool { return !g.open() && g.To.Before(horizon) })
 }
 
 // evaluate returns the record of p's termination with partial reasons,
@@ -159,8 +183,10 @@ func (c *Correlator) end(p *podState) time.Time {
 	return c.deadline(p)
 }
 
+// overlaps says whether g overlaps [from, to]; a zero to is open-ended
+// on either side.
 func overlaps(g kernelGap, from, to time.Time) bool {
-	return !g.To.Before(from) && (to.IsZero() || !g.From.After(to))
+	return (g.open() || !g.To.Before(from)) && (to.IsZero() || !g.From.After(to))
 }
 
 func addPartial(t *Termination, reason string) {

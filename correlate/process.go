@@ -6,11 +6,11 @@ import "github.com/drainwatch/drainwatch/collector"
 // is the first one matching the container's stop signal sent to the
 // container's init (PID 1 of its PID namespace): the runtime sends it once,
 // to init only. A signal forwarded to workers by a forking server is not
-// it. SIGKILL counts to any task of the pod.
+// it. SIGKILL counts to any task of the pod when it kills a running one.
 func (c *Correlator) signal(p *podState, container string, e *collector.Event) {
 	if e.Signal == sigkill {
-		if p.Term != nil && p.Term.T.Marks.Sigkill.IsZero() {
-			p.Term.T.Marks.Sigkill = e.Time
+		if t := p.Term; t != nil && t.T.Marks.Sigkill.IsZero() && killsRunning(t, e) {
+			t.T.Marks.Sigkill = e.Time
 		}
 		return
 	}
@@ -32,6 +32,20 @@ func (c *Correlator) signal(p *podState, container string, e *collector.Event) {
 		t.T.Counts.RefusedBeforeSigterm += t.Unclassified
 		t.Unclassified = 0
 	}
+}
+
+// killsRunning says whether a SIGKILL kills a process that was still
+// running, as the runtime's does when the grace period runs out. The
+// kernel also generates SIGKILLs of its own around an exit, which killed
+// nothing: about 1 ms after an init exits, one to the exiting process
+// itself (sender and target the same process) that the kernel drops
+// (result "ignored": prepare_signal discards signals to a dying thread
+// group), and those the exited init of a PID namespace sends to what is left
+// in it (zap_pid_ns_processes). A SIGKILL to, or from, a process already
+// seen exiting is one of those.
+func killsRunning(t *termState, e *collector.Event) bool {
+	return e.SenderPID != e.PID && e.SignalResult != collector.SignalIgnored &&
+		!t.ExitedPIDs[e.PID] && !t.ExitedPIDs[e.SenderPID]
 }
 
 // isStopSignal says whether sig stops the container (any container of the

@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -258,6 +259,8 @@ func TestScenarios(t *testing.T) {
 		fix        string
 		exitCode   int32
 		stopSignal time.Time
+		sigkill    time.Time
+		grace      time.Duration // checked when set
 		durations  map[string]time.Duration
 	}{
 		{name: "naive", events: naive(), tick: ms(7600),
@@ -291,11 +294,11 @@ func TestScenarios(t *testing.T) {
 		{name: "SIGTERM ignored then SIGKILL", events: ignoreTerm(), tick: ms(8500),
 			counts: Counts{RequestsKilledBySigkill: 3, InflightAtStopSignal: 3},
 			codes:  []string{DiagStopSignalIgnored, DiagRequestsKilled}, outcome: OutcomeKilled,
-			exitCode: 137, stopSignal: ms(0)},
+			exitCode: 137, stopSignal: ms(0), sigkill: ms(3000), grace: 3 * time.Second},
 		{name: "forking server, workers hold the connections", events: forking(), tick: ms(7500),
 			counts:  Counts{RequestsKilledBySigkill: 1, InflightAtStopSignal: 1, ConnectionsResetAtExit: 1},
 			codes:   []string{DiagNoDrainDelay, DiagGraceExceeded, DiagRequestsKilled, DiagBudgetTooSmall},
-			outcome: OutcomeKilled, exitCode: 137, stopSignal: ms(0)},
+			outcome: OutcomeKilled, exitCode: 137, stopSignal: ms(0), sigkill: ms(2000)},
 		{name: "daemon started after the stop signal", events: lateStart(), tick: ms(6200),
 			counts: Counts{RefusedAfterSigterm: 6},
 			codes:  []string{DiagListenerClosedEarly}, outcome: OutcomeRefused,
@@ -314,6 +317,36 @@ func TestScenarios(t *testing.T) {
 			codes:  []string{DiagClean}, outcome: OutcomeClean, stopSignal: ms(0)},
 		{name: "worker behind no Service", events: worker(), tick: ms(5200),
 			codes: []string{DiagClean}, outcome: OutcomeClean, stopSignal: ms(0)},
+		{name: "protocol, the kubelet's final delete with grace 0 keeps the grace", tick: ms(7600),
+			events: beforeGone(protocol(true), finalDelete(podA, ipA, 30*time.Second, ms(-20), ms(2500))),
+			counts: Counts{AcceptedAfterEndpointsNotReady: 36},
+			codes:  []string{DiagClean}, outcome: OutcomeClean, stopSignal: ms(0), grace: 30 * time.Second},
+		{name: "protocol, the kernel's own SIGKILL to the exiting init", tick: ms(7600),
+			events: beforeGone(protocol(true), kill(cgA, initPID, initPID, collector.SignalIgnored, true, ms(2411))),
+			counts: Counts{AcceptedAfterEndpointsNotReady: 36},
+			codes:  []string{DiagClean}, outcome: OutcomeClean, stopSignal: ms(0)},
+		{name: "protocol, a SIGKILL the init sent itself", tick: ms(7600),
+			events: beforeGone(protocol(true), kill(cgA, initPID, initPID, collector.SignalDelivered, true, ms(2409))),
+			counts: Counts{AcceptedAfterEndpointsNotReady: 36},
+			codes:  []string{DiagClean}, outcome: OutcomeClean, stopSignal: ms(0)},
+		{name: "protocol, a SIGKILL the kernel dropped for an exiting target", tick: ms(7600),
+			events: beforeGone(protocol(true), kill(cgA, initPID, 900, collector.SignalIgnored, true, ms(2409))),
+			counts: Counts{AcceptedAfterEndpointsNotReady: 36},
+			codes:  []string{DiagClean}, outcome: OutcomeClean, stopSignal: ms(0)},
+		{name: "protocol, a SIGKILL from another process after the exit", tick: ms(7600),
+			events: beforeGone(protocol(true), kill(cgA, initPID, 900, collector.SignalDelivered, true, ms(2412))),
+			counts: Counts{AcceptedAfterEndpointsNotReady: 36},
+			codes:  []string{DiagClean}, outcome: OutcomeClean, stopSignal: ms(0)},
+		{name: "protocol, the exited init's namespace reaped", tick: ms(7600),
+			events: beforeGone(protocol(true), kill(cgA, initPID+1, initPID, collector.SignalDelivered, false, ms(2411)),
+				exited(cgA, initPID+1, 137, 9, false, ms(2412))),
+			counts: Counts{AcceptedAfterEndpointsNotReady: 36},
+			codes:  []string{DiagClean}, outcome: OutcomeClean, stopSignal: ms(0)},
+		{name: "protocol as integration saw it: the kernel's SIGKILL, then the final delete", tick: ms(7600),
+			events: beforeGone(protocol(true), kill(cgA, initPID, initPID, collector.SignalIgnored, true, ms(2411)),
+				finalDelete(podA, ipA, 30*time.Second, ms(-20), ms(2500))),
+			counts: Counts{AcceptedAfterEndpointsNotReady: 36},
+			codes:  []string{DiagClean}, outcome: OutcomeClean, stopSignal: ms(0), grace: 30 * time.Second},
 		{name: "kernel gap during the drain", events: append(protocol(true), gap{"events_lost", ms(500), ms(600)}), tick: ms(7600),
 			counts:  Counts{AcceptedAfterEndpointsNotReady: 36},
 			outcome: OutcomePartial, partial: []string{"events_lost"}, stopSignal: ms(0)},
@@ -344,6 +377,9 @@ func TestScenarios(t *testing.T) {
 			if got.ExitCode != tc.exitCode || !got.Marks.StopSignal.Equal(tc.stopSignal) {
 				t.Errorf("exit code %d stop signal %v, want %d %v", got.ExitCode, got.Marks.StopSignal, tc.exitCode, tc.stopSignal)
 			}
+			if !got.Marks.Sigkill.Equal(tc.sigkill) || tc.grace != 0 && got.GracePeriod != tc.grace {
+				t.Errorf("sigkill %v grace %v, want %v %v", got.Marks.Sigkill, got.GracePeriod, tc.sigkill, tc.grace)
+			}
 			if tc.durations != nil {
 				if d := got.Durations(); !mapsEqual(d, tc.durations) {
 					t.Errorf("durations = %v, want %v", d, tc.durations)
@@ -353,6 +389,9 @@ func TestScenarios(t *testing.T) {
 				t.Errorf("complete %v, workload %+v", got.Complete, got.Workload)
 			}
 			for _, d := range got.Diagnoses {
+				if strings.Contains(d.Message, "?") {
+					t.Errorf("%s message has a placeholder: %s", d.Code, d.Message)
+				}
 				t.Logf("%s: %s | fix: %s", d.Code, d.Message, d.Fix)
 			}
 		})

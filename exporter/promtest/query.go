@@ -70,7 +70,7 @@ func (s *Server) QueryWhen(ctx context.Context, expr string, ready func([]Sample
 		select {
 		case <-ctx.Done():
 			return got, fmt.Errorf("waiting for %q (last: %v, %v): %w", expr, got, err, ctx.Err())
-		case <-time.After(ScrapeInterval / 2):
+		case <-time.After(s.interval / 2):
 		}
 	}
 }

@@ -3,12 +3,9 @@ package promtest
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -16,23 +13,19 @@ import (
 	"github.com/drainwatch/drainwatch/testenv/privileged"
 )
 
-// PrometheusBin is Debian's Prometheus server.
-const PrometheusBin = "/usr/bin/prometheus"
-
-// Server is a Prometheus server scraping Targets every ScrapeInterval,
-// listening on 127.0.0.1 only. Its data and log live in a test temp dir.
+// Server is a running Prometheus (Launch, Start) listening on 127.0.0.1
+// only; URL is its base URL, LogFile what it prints.
 type Server struct {
-	URL string
-	cmd *exec.Cmd
-	log string
+	URL      string
+	LogFile  string
+	interval time.Duration
+	cmd      *exec.Cmd
+	done     chan struct{} // closed once the process has exited
 }
 
-// ScrapeInterval is short so a test sees a counter within seconds.
-const ScrapeInterval = time.Second
-
 // Start runs Prometheus scraping targets ("127.0.0.1:port", path /metrics)
-// under job "drainwatch", waits until it is ready, and stops it when the
-// test ends.
+// under job "drainwatch" every ScrapeInterval, waits until it is ready, and
+// stops it when the test ends.
 func Start(t testing.TB, targets ...string) *Server {
 	t.Helper()
 	return StartWithRules(t, nil, targets...)
@@ -43,106 +36,58 @@ func Start(t testing.TB, targets ...string) *Server {
 func StartWithRules(t testing.TB, ruleFiles []string, targets ...string) *Server {
 	t.Helper()
 	privileged.RequireFile(t, PrometheusBin, "Debian's prometheus package (make deps)")
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte(config(targets, ruleFiles)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	addr, err := freeLoopbackAddr()
+	s, err := Launch(context.Background(), Options{Dir: t.TempDir(), Targets: targets, RuleFiles: ruleFiles})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{URL: "http://" + addr, log: filepath.Join(dir, "prometheus.log")}
-	if err := s.start(dir, cfg, addr); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.stop)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.waitReady(ctx); err != nil {
-		t.Fatalf("%v\n%s", err, s.Log())
-	}
+	t.Cleanup(s.Stop)
 	return s
 }
 
-func config(targets, ruleFiles []string) string {
-	return fmt.Sprintf(`global:
-  scrape_interval: %s
-  evaluation_interval: %s
-rule_files: [%s]
-scrape_configs:
-  - job_name: drainwatch
-    static_configs:
-      - targets: [%s]
-`, ScrapeInterval, ScrapeInterval, quoteAll(ruleFiles), quoteAll(targets))
-}
-
-func quoteAll(ss []string) string {
-	quoted := make([]string, len(ss))
-	for i, s := range ss {
-		quoted[i] = fmt.Sprintf("%q", s)
-	}
-	return strings.Join(quoted, ", ")
-}
-
-func (s *Server) start(dir, cfg, addr string) error {
-	out, err := os.Create(s.log)
-	if err != nil {
-		return fmt.Errorf("creating the Prometheus log: %w", err)
-	}
-	s.cmd = exec.Command(PrometheusBin, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr, "--storage.tsdb.retention.time=1h")
-	s.cmd.Stdout, s.cmd.Stderr = out, out
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		out.Close()
-		return fmt.Errorf("starting %s: %w", PrometheusBin, err)
-	}
-	go func() { _ = s.cmd.Wait(); out.Close() }()
-	return nil
-}
-
-func (s *Server) stop() {
-	if s.cmd.Process != nil {
-		_ = s.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _, _ = s.cmd.Process.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = s.cmd.Process.Kill()
-		}
+// Stop sends SIGTERM and waits for Prometheus to exit (10 s, then SIGKILL).
+// Stopping a stopped server does nothing.
+func (s *Server) Stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
 	}
 }
 
 // Log returns what Prometheus printed (for failure messages).
 func (s *Server) Log() string {
-	b, _ := os.ReadFile(s.log)
+	b, _ := os.ReadFile(s.LogFile)
 	return string(b)
 }
 
 func (s *Server) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	for {
-		resp, err := http.Get(s.URL + "/-/ready")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if s.ready(ctx) {
+			return nil
 		}
 		select {
+		case <-s.done:
+			return fmt.Errorf("prometheus exited before it was ready: see %s\n%s", s.LogFile, s.Log())
 		case <-ctx.Done():
-			return fmt.Errorf("prometheus at %s not ready: %w", s.URL, ctx.Err())
+			return fmt.Errorf("prometheus at %s not ready: %w (log %s)\n%s", s.URL, ctx.Err(), s.LogFile, s.Log())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
-func freeLoopbackAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func (s *Server) ready(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/-/ready", nil)
 	if err != nil {
-		return "", fmt.Errorf("finding a free loopback port: %w", err)
+		return false
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/drainwatch/drainwatch/exporter"
+	"github.com/drainwatch/drainwatch/exporter/promtest"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
 	"github.com/drainwatch/drainwatch/testenv/controlplane"
 	"github.com/drainwatch/drainwatch/testenv/node"
@@ -44,7 +45,7 @@ type Lab struct {
 	cfg        Config
 	Cluster    *cluster.Cluster
 	Daemons    []*Daemon
-	Prom       *Prometheus
+	Prom       *promtest.Server
 	progress   *Progress
 	clusterDir string
 	// runs are the scenarios' records, in run order, for the artifacts.
@@ -117,24 +118,23 @@ func (l *Lab) startDaemons(ctx context.Context) error {
 	return nil
 }
 
+// startPrometheus runs Debian's Prometheus scraping the daemons every
+// second, its data and log in <out>/prometheus.
 func (l *Lab) startPrometheus(ctx context.Context) error {
-	dir := filepath.Join(l.cfg.Out, "prometheus")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
 	targets := make([]string, len(l.Daemons))
 	for i, d := range l.Daemons {
 		targets[i] = d.URL[len("http://"):]
 	}
 	var err error
-	if l.Prom, err = StartPrometheus(ctx, dir, targets); err != nil {
+	l.Prom, err = promtest.Launch(ctx, promtest.Options{Dir: filepath.Join(l.cfg.Out, "prometheus"), Targets: targets})
+	if err != nil {
 		return err
 	}
 	up := fmt.Sprintf(`sum(up{job="drainwatch"}) == %d`, len(targets))
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := l.Prom.QueryWhen(qctx, up, nonEmpty); err != nil {
-		return fmt.Errorf("prometheus never scraped both daemons: %w (log %s)", err, l.Prom.Log)
+		return fmt.Errorf("prometheus never scraped both daemons: %w (log %s)", err, l.Prom.LogFile)
 	}
 	l.progress.Step("prometheus at %s scrapes both daemons every second", l.Prom.URL)
 	return nil

@@ -12,10 +12,12 @@ VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X github.com/drainwatch/drainwatch/exporter.Version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
+VM_KERNEL   := $(CACHE)/vmkernel/vmlinuz
+
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 
 .PHONY: help deps mounts generate vmlinux check-generate build controlplane \
-        test test-unit vet lab clean
+        vmkernel test test-unit vet lab clean
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
@@ -42,14 +44,17 @@ build: ## Build bin/drainwatch.
 controlplane: ## Build (once, cached in .cache/) etcd and the Kubernetes control plane from k8s.io/kubernetes.
 	@bash testenv/scripts/build-controlplane.sh $(K8S_VERSION) $(K8S_BIN)
 
+vmkernel: ## Fetch Debian's 6.1 cloud kernel (once) for the test that boots it under qemu.
+	@bash testenv/scripts/vm-kernel.sh $(dir $(VM_KERNEL)) >/dev/null
+
 vet:
 	$(GO) vet ./...
 
 test-unit: ## Unit tests only (no root needed).
 	$(GO) test -count=1 -short ./...
 
-test: deps mounts controlplane check-generate vet ## Everything: unit, privileged (root), end to end.
-	$(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./...
+test: deps mounts controlplane vmkernel check-generate vet ## Everything: unit, privileged (root), end to end.
+	DRAINWATCH_VM_KERNEL=$(VM_KERNEL) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./...
 
 lab: deps mounts controlplane build ## The seeds' experiment and a rolling update, end to end (root).
 	$(GO) run ./testenv/cmd/lab

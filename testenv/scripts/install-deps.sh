@@ -16,6 +16,8 @@ have wrk || need+=(wrk)
 have chromium || need+=(chromium)
 have openssl || need+=(openssl)
 have python3 || need+=(python3)
+have qemu-system-x86_64 || need+=(qemu-system-x86)
+have nsenter || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
   echo ">> installing: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -9,14 +9,13 @@ import (
 	"net"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/drainwatch/drainwatch/testenv/chromium"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
 )
 
@@ -45,7 +44,7 @@ func TestTimelinePageHTML(t *testing.T) {
 // nowhere else; and the accepted/refused ticks likewise.
 func TestTimelineScreenshot(t *testing.T) {
 	privileged.RequireRoot(t) // Chromium needs --no-sandbox as root; CI runs as root
-	privileged.RequireFile(t, "/usr/bin/chromium", "Debian's chromium (testenv/scripts/install-deps.sh)")
+	privileged.RequireFile(t, chromium.Bin, "Debian's chromium (testenv/scripts/install-deps.sh)")
 	term := naiveTermination()
 	srv := NewServer(ServerConfig{Source: fakeSource{term}, Log: zerolog.Nop()})
 	ts := httptest.NewUnstartedServer(srv.Handler())
@@ -129,25 +128,17 @@ func colourColumns(img image.Image) map[string]map[int]bool {
 	return out
 }
 
-// screenshot runs headless Chromium against url and decodes its PNG. Set
+// screenshot renders url with testenv/chromium and decodes its PNG. Set
 // DRAINWATCH_UI_SCREENSHOT=path to keep a copy for a person to look at.
 func screenshot(t *testing.T, url string, w, h int) image.Image {
 	t.Helper()
-	dir := t.TempDir()
-	file := filepath.Join(dir, "ui.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
-		"--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
-		"--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars", "--force-device-scale-factor=1", "--force-color-profile=srgb",
-		"--user-data-dir="+filepath.Join(dir, "profile"), "--screenshot="+file,
-		fmt.Sprintf("--window-size=%d,%d", w, h), url)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
+	file := filepath.Join(t.TempDir(), "ui.png")
+	if err := chromium.Screenshot(context.Background(), url, file, w, h); err != nil {
+		t.Fatal(err)
 	}
 	f, err := os.Open(file)
 	if err != nil {
-		t.Fatalf("chromium wrote no screenshot: %v", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	img, err := png.Decode(f)

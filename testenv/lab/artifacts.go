@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/drainwatch/drainwatch/testenv/chromium"
 )
 
 // WriteResults fills the results directory: summary.json (the table),
@@ -72,7 +74,7 @@ func (l *Lab) writeScreenshots(ctx context.Context) error {
 			}
 			file := filepath.Join(l.cfg.Out, "screenshots", fileName(run.Name)+"-"+d.Node+".png")
 			u := d.URL + "/ui?namespace=" + url.QueryEscape(run.Namespace)
-			if err := Screenshot(ctx, u, file, 1000, pageHeight(n)); err != nil {
+			if err := chromium.Screenshot(ctx, u, file, 1000, pageHeight(n)); err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -81,6 +83,9 @@ func (l *Lab) writeScreenshots(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
+
+// pageHeight is a window height that shows n timelines of /ui whole.
+func pageHeight(n int) int { return min(160+n*400, 8000) }
 
 // fileName turns a scenario name into a file name.
 func fileName(name string) string {

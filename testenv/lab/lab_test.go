@@ -15,6 +15,7 @@ import (
 
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/exporter/promtest"
+	"github.com/drainwatch/drainwatch/testenv/chromium"
 	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
 	"github.com/drainwatch/drainwatch/testenv/lab"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
@@ -46,7 +47,7 @@ func has(r lab.Result, code string) bool { return slices.Contains(r.Diagnoses, c
 func TestLab(t *testing.T) {
 	privileged.RequireRoot(t)
 	privileged.RequireFile(t, promtest.PrometheusBin, "Debian's prometheus (make deps)")
-	privileged.RequireFile(t, lab.ChromiumBin, "Debian's chromium (make deps)")
+	privileged.RequireFile(t, chromium.Bin, "Debian's chromium (make deps)")
 	cp := cptest.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -25,6 +25,7 @@ import (
 // nodeDaemon is one node's drainwatch, run in-process.
 type nodeDaemon struct {
 	node, stateDir string
+	pinPath        string // empty: the kernel side is not pinned
 	*daemon.Daemon
 	stop func()
 }
@@ -50,10 +51,17 @@ func startCluster(t *testing.T, prefix string, nodes int) (*cluster.Cluster, []*
 // startDaemon runs a daemon for node with the real kernel collector.
 func startDaemon(t *testing.T, rc *rest.Config, node, stateDir string) *nodeDaemon {
 	t.Helper()
+	return startDaemonPinned(t, rc, node, stateDir, "")
+}
+
+// startDaemonPinned runs a daemon whose BPF programs and maps are pinned
+// under pinPath (see daemon.Config.PinPath), so a restart resumes them.
+func startDaemonPinned(t *testing.T, rc *rest.Config, node, stateDir, pinPath string) *nodeDaemon {
+	t.Helper()
 	rc = rest.CopyConfig(rc)
 	rc.ContentType = "application/vnd.kubernetes.protobuf"
 	d, err := daemon.New(daemon.Config{
-		NodeName: node, Rest: rc, StateDir: stateDir,
+		NodeName: node, Rest: rc, StateDir: stateDir, PinPath: pinPath,
 		Log:       logger(t, zerolog.InfoLevel).With().Str("node", node).Logger(),
 		Correlate: correlate.Config{KernelTail: time.Second},
 	})
@@ -63,7 +71,7 @@ func startDaemon(t *testing.T, rc *rest.Config, node, stateDir string) *nodeDaem
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- d.Run(ctx) }()
-	nd := &nodeDaemon{node: node, stateDir: stateDir, Daemon: d}
+	nd := &nodeDaemon{node: node, stateDir: stateDir, pinPath: pinPath, Daemon: d}
 	stopped := false
 	nd.stop = func() {
 		if !stopped {

@@ -2,43 +2,79 @@ package e2e_test
 
 import (
 	"context"
-
-	appsv1 "k8s.io/api/apps/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
+	"path/filepath"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
 	"github.com/drainwatch/drainwatch/testenv/router"
 	"github.com/drainwatch/drainwatch/testenv/workload"
 )
 
-// TestRolloutWithDaemonRestart rolls out a naive Deployment of 4 pods
-// behind a router that follows EndpointSlices 1 s late (each old pod
-// refuses what the router still sends it), and restarts the daemon while
-// the first old pod terminates. Every old pod gets exactly one complete
-// termination; the totals equal the router's records (it is the client of
-// the pods) for every termination the daemon did not mark partial, and a
-// termination that overlaps the restart is marked partial (daemon_down):
-// without pinned BPF objects the kernel view has a hole there.
+// The daemon stops as soon as it has seen the first old pod's deletion and
+// stays down for downFor. The pods' preStop sleep delays their stop signal
+// by preStop, so the stop signal, the refusals (between the listener's
+// close and the exit, a few milliseconds of a naive server) and the exit
+// all happen while nobody reads the ring buffer. The router follows the
+// EndpointSlices routerDelay late, after the stop signal: the pods refuse.
+const (
+	downFor     = 2 * time.Second
+	preStop     = 1
+	routerDelay = 2 * time.Second
+)
+
+// TestRolloutWithDaemonRestart rolls out a naive Deployment of 4 pods with
+// a preStop sleep of 1 s behind a router that follows EndpointSlices 2 s
+// late (each old pod refuses what the router still sends it after its stop
+// signal), and stops the daemon (orderly, as on SIGTERM) as soon as it has
+// seen the first old pod's deletion, for downFor, then starts it again on
+// the same state dir.
+//
+// pinned: the BPF programs stayed attached and the ring buffer kept the
+// refusals of the downtime, so every termination is exact and none is
+// partial; the totals equal the router's records (it is the client of the
+// pods). unpinned: the kernel view has a hole, the overlapping termination
+// is partial (daemon_down), and still nothing is counted twice.
 func TestRolloutWithDaemonRestart(t *testing.T) {
+	t.Run("pinned", func(t *testing.T) { testRolloutRestart(t, true) })
+	t.Run("unpinned", func(t *testing.T) { testRolloutRestart(t, false) })
+}
+
+func testRolloutRestart(t *testing.T, pinned bool) {
 	c, ds := startCluster(t, "e2r-", 1)
+	if pinned {
+		pinPath := filepath.Join("/sys/fs/bpf", "drainwatch-e2e-"+rand.String(6))
+		// Registered before the daemon's stop, so it runs after it.
+		t.Cleanup(func() {
+			if err := collector.RemovePins(pinPath); err != nil {
+				t.Error(err)
+			}
+		})
+		ds[0].stop()
+		ds[0] = startDaemonPinned(t, c.RestConfig, ds[0].node, t.TempDir(), pinPath)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := unique("e2e-rollout-restart")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeNaive, 4)
+	dep.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: preStop}}}
 	// One pod at a time, 2 s apart: the restart overlaps one termination.
 	dep.Spec.MinReadySeconds = 2
 	dep.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
 	old := deploy(ctx, t, c, ns, dep)
 	waitWatching(ctx, t, ds, old)
-	r, err := c.StartRouter(ctx, cluster.RouterConfig{Namespace: ns, Service: "web", Delay: time.Second})
+	r, err := c.StartRouter(ctx, cluster.RouterConfig{Namespace: ns, Service: "web", Delay: routerDelay})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,24 +89,40 @@ func TestRolloutWithDaemonRestart(t *testing.T) {
 	if _, err := c.Kubectl(ctx, "-n", ns, "rollout", "restart", "deployment/web"); err != nil {
 		t.Fatal(err)
 	}
-	waitAnyDeleting(ctx, t, c, ns, old)
-	time.Sleep(300 * time.Millisecond) // mid-termination: the router still sends to the pod
+	first := waitAnyDeleting(ctx, t, c, ns, old)
+	addr := cluster.PodAddr(first, cluster.ServerPort)
+	waitDeletionSeen(ctx, t, ds[0], string(first.UID)) // the termination has begun
 	ds[0].stop()
-	ds[0] = startDaemon(t, c.RestConfig, ds[0].node, ds[0].stateDir)
+	down := time.Now()
+	time.Sleep(downFor)
+	up := time.Now()
+	ds[0] = startDaemonPinned(t, c.RestConfig, ds[0].node, ds[0].stateDir, ds[0].pinPath)
 	if _, err := c.WaitRolledOut(ctx, ns, "web"); err != nil {
 		t.Fatal(err)
 	}
 	reqs := <-loadDone
-	checkRollout(ctx, t, ds[0], r, old, reqs)
+	checkRollout(ctx, t, ds[0], r, old, reqs, pinned)
+	whileDown := routerRefusedBetween(r, addr, down, up)
+	t.Logf("%s refused %d connections while the daemon was down (%v)", first.Name, whileDown, downFor)
+	logTimeline(t, ds[0], r, first, down, up)
+	// The scenario is only a proof if the kernel side of the termination
+	// happened while no daemon was reading.
+	if got, _ := ds[0].Get(string(first.UID)); pinned && (got.Marks.StopSignal.Before(down) || got.Marks.StopSignal.After(up)) {
+		t.Errorf("%s: stop signal at %v, not while the daemon was down (%v to %v): the restart did not overlap it",
+			first.Name, got.Marks.StopSignal, down, up)
+	}
 }
 
-// waitAnyDeleting waits until one of pods has a deletionTimestamp.
-func waitAnyDeleting(ctx context.Context, t *testing.T, c *cluster.Cluster, ns string, pods []corev1Pod) {
+// waitAnyDeleting waits until one of pods has a deletionTimestamp and
+// returns it.
+func waitAnyDeleting(ctx context.Context, t *testing.T, c *cluster.Cluster, ns string, pods []corev1Pod) *corev1Pod {
 	t.Helper()
+	var deleting *corev1Pod
 	err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		for _, p := range pods {
+		for i, p := range pods {
 			got, err := c.Client.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
 			if err != nil || got.DeletionTimestamp != nil {
+				deleting = &pods[i]
 				return true, nil
 			}
 		}
@@ -79,9 +131,37 @@ func waitAnyDeleting(ctx context.Context, t *testing.T, c *cluster.Cluster, ns s
 	if err != nil {
 		t.Fatalf("no old pod deleted by the rollout: %v", err)
 	}
+	return deleting
 }
 
-func checkRollout(ctx context.Context, t *testing.T, d *nodeDaemon, r *router.Router, old []corev1Pod, reqs []client.Request) {
+// waitDeletionSeen waits until the daemon has the pod's deletion_seen mark.
+func waitDeletionSeen(ctx context.Context, t *testing.T, d *nodeDaemon, uid string) {
+	t.Helper()
+	err := wait.PollUntilContextCancel(ctx, 5*time.Millisecond, true, func(context.Context) (bool, error) {
+		got, ok := d.Get(uid)
+		return ok && !got.Marks.DeletionSeen.IsZero(), nil
+	})
+	if err != nil {
+		t.Fatalf("the daemon never saw the deletion of %s: %v", uid, err)
+	}
+}
+
+// routerRefusedBetween counts the router's connections to addr refused
+// that it accepted from its client within [from, to].
+func routerRefusedBetween(r *router.Router, addr string, from, to time.Time) int {
+	n := 0
+	for _, cn := range r.Conns() {
+		if cn.Backend == addr && cn.Outcome == router.Refused && !cn.Accepted.Before(from) && !cn.Accepted.After(to) {
+			n++
+		}
+	}
+	return n
+}
+
+// checkRollout compares each old pod's termination with the router's
+// records: exact and complete when the kernel side was pinned; otherwise
+// exact unless partial, and never more than the router saw.
+func checkRollout(ctx context.Context, t *testing.T, d *nodeDaemon, r *router.Router, old []corev1Pod, reqs []client.Request, pinned bool) {
 	t.Helper()
 	refusedBy := map[string]int{}
 	for _, cn := range r.Conns() {
@@ -100,6 +180,8 @@ func checkRollout(ctx context.Context, t *testing.T, d *nodeDaemon, r *router.Ro
 		t.Logf("%s: router refused %d, drainwatch %d (after %d, before %d), partial %v, diagnoses %v",
 			p.Name, want, n, got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, got.PartialReasons, codes(got))
 		switch {
+		case pinned && got.Partial:
+			t.Errorf("%s: partial %v after an orderly restart with the kernel side pinned", p.Name, got.PartialReasons)
 		case !got.Partial && n != want:
 			dumpRouter(t, got, r, cluster.PodAddr(p, cluster.ServerPort))
 			t.Errorf("%s: drainwatch counted %d refused, the router saw %d", p.Name, n, want)
@@ -110,12 +192,38 @@ func checkRollout(ctx context.Context, t *testing.T, d *nodeDaemon, r *router.Ro
 			t.Errorf("%s: partial, yet counted %d > %d the router saw: counted twice", p.Name, n, want)
 		}
 	}
-	t.Logf("rollout of 4 pods with a daemon restart: router refused %d in all (client saw %s), drainwatch %d; %d of 4 terminations exact, the rest partial",
-		total, client.Summarize(reqs), daemonTotal, exact)
+	t.Logf("rollout of 4 pods with a daemon restart (pinned %v): router refused %d in all (client saw %s), drainwatch %d; %d of 4 terminations exact, the rest partial",
+		pinned, total, client.Summarize(reqs), daemonTotal, exact)
+	if pinned && daemonTotal != total {
+		t.Errorf("drainwatch counted %d refused in all, the router %d", daemonTotal, total)
+	}
 	if n := len(d.Terminations()); n != len(old) {
 		t.Errorf("daemon lists %d terminations, want %d (one per old pod)", n, len(old))
 	}
 	if got := terminationsTotal(d); got != float64(len(old)) {
 		t.Errorf("drainwatch_terminations_total = %v after the restart, want %d", got, len(old))
 	}
+}
+
+// logTimeline shows, relative to the daemon's stop, when the pod's marks
+// and the router's refusals happened: why the restart missed them.
+func logTimeline(t *testing.T, d *nodeDaemon, r *router.Router, p *corev1Pod, down, up time.Time) {
+	t.Helper()
+	addr := cluster.PodAddr(p, cluster.ServerPort)
+	var refused []string
+	for _, cn := range r.Conns() {
+		if cn.Backend == addr && cn.Outcome == router.Refused {
+			refused = append(refused, cn.Accepted.Sub(down).String())
+		}
+	}
+	got, _ := d.Get(string(p.UID))
+	m := got.Marks
+	rel := func(at time.Time) string {
+		if at.IsZero() {
+			return "-"
+		}
+		return at.Sub(down).String()
+	}
+	t.Logf("relative to the stop (up again at %v): refused %v; deletion_seen %s stop_signal %s listener_closed %s exit %s pod_gone %s",
+		up.Sub(down), refused, rel(m.DeletionSeen), rel(m.StopSignal), rel(m.ListenerClosed), rel(m.Exit), rel(m.PodGone))
 }

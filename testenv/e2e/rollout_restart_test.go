@@ -70,8 +70,7 @@ func testRolloutRestart(t *testing.T, pinned bool) {
 	dep.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: preStop}}}
 	// One pod at a time, 2 s apart: the restart overlaps one termination.
 	dep.Spec.MinReadySeconds = 2
-	dep.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
-		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
+	dep.Spec.Strategy = oneAtATime()
 	old := deploy(ctx, t, c, ns, dep)
 	waitWatching(ctx, t, ds, old)
 	r, err := c.StartRouter(ctx, cluster.RouterConfig{Namespace: ns, Service: "web", Delay: routerDelay})
@@ -111,6 +110,12 @@ func testRolloutRestart(t *testing.T, pinned bool) {
 		t.Errorf("%s: stop signal at %v, not while the daemon was down (%v to %v): the restart did not overlap it",
 			first.Name, got.Marks.StopSignal, down, up)
 	}
+}
+
+// oneAtATime is a rolling update that replaces one pod at a time.
+func oneAtATime() appsv1.DeploymentStrategy {
+	return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}}
 }
 
 // waitAnyDeleting waits until one of pods has a deletionTimestamp and

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/correlate"
 )
 
 // What a restart keeps, and what it can lose.
@@ -49,14 +50,23 @@ func NodePinPath(pinPath, node string) string {
 // reports the time the daemon was down as a kernel gap unless the kernel
 // side kept collecting and the previous run saved everything it read.
 func (d *Daemon) restore(cp Checkpoint) error {
-	if err := d.corr.Restore(cp.Correlator); err != nil {
+	resumed := kernelResumed(d.kernel)
+	state := cp.Correlator
+	if resumed {
+		// The pinned ring buffer delivers each event once (its consumer
+		// position is the kernel's): nothing counted before comes again.
+		// The replay filter could only drop a real event, one stamped a
+		// few nanoseconds before the last counted one by another CPU
+		// (the timestamp is taken after the ring-buffer reservation).
+		state.KernelWatermark = correlate.Watermark{}
+	}
+	if err := d.corr.Restore(state); err != nil {
 		return fmt.Errorf("restoring correlator state: %w", err)
 	}
 	d.relist.restored(cp.Correlator)
 	now := d.cfg.Now()
 	d.scopes.restore(cp.Scopes, now)
 	from := downSince(cp)
-	resumed := kernelResumed(d.kernel)
 	if !resumed || !cp.Clean {
 		d.corr.KernelGap("daemon_down", from, now)
 	}

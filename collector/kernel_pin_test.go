@@ -313,3 +313,31 @@ func must(t testing.TB, errs ...error) {
 		}
 	}
 }
+
+// TestPinResumeFallback: a probe running its fallback program is reported
+// as a fallback again when resumed (its link's pin names the program), and
+// the fallback keeps counting refusals made while closed.
+func TestPinResumeFallback(t *testing.T) {
+	root := pinRoot(t)
+	l := newLab(t)
+	k1 := openPinned(t, KernelOptions{PinPath: root, RefusedFallback: true})
+	must(t, k1.WatchNetns(l.server.Inode()))
+	probes := k1.Probes()
+	must(t, k1.Close())
+	if got := refuseFast(t, l, 20); got != 20 {
+		t.Fatalf("client saw %d refusals, want 20", got)
+	}
+	k2 := openPinned(t, KernelOptions{PinPath: root, RefusedFallback: true})
+	if !k2.Resumed() || !reflect.DeepEqual(k2.Probes(), probes) {
+		t.Fatalf("resumed %v, probes %+v; want resumed, %+v", k2.Resumed(), k2.Probes(), probes)
+	}
+	i := slices.IndexFunc(probes, func(p ProbeStatus) bool { return p.Name == "refused" })
+	if i < 0 || probes[i].State != ProbeFallback || probes[i].Hook != "tp_btf/kfree_skb" {
+		t.Fatalf("refused probe %+v, want the kfree_skb fallback", probes)
+	}
+	evs := collect(k2, 10*time.Second, func(evs []Event) bool { return len(evs) >= 20 })
+	evs = append(evs, drain(k2, 300*time.Millisecond)...)
+	if got := countType(evs, EventRefused, l.server.Inode()); got != 20 || len(evs) != 20 {
+		t.Fatalf("fallback resumed: %d refused of %d events, want 20", got, len(evs))
+	}
+}

@@ -63,10 +63,7 @@ func TestRolloutWithDaemonKilled(t *testing.T) {
 	for len(r.Backends()) != 4 && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
 	}
-	load := client.Load{Dial: c.Dial, Target: r.Addr(), Path: "/work", Interval: 10 * time.Millisecond,
-		Count: 3000, Duration: 30 * time.Second}
-	loadDone := make(chan []client.Request, 1)
-	go func() { reqs, _ := load.Run(ctx); loadDone <- reqs }()
+	loadDone := startLoad(ctx, c, r)
 	time.Sleep(500 * time.Millisecond)
 	if _, err := c.Kubectl(ctx, "-n", ns, "rollout", "restart", "deployment/web"); err != nil {
 		t.Fatal(err)

@@ -80,10 +80,7 @@ func testRolloutRestart(t *testing.T, pinned bool) {
 	for len(r.Backends()) != 4 && ctx.Err() == nil {
 		time.Sleep(50 * time.Millisecond)
 	}
-	load := client.Load{Dial: c.Dial, Target: r.Addr(), Path: "/work", Interval: 10 * time.Millisecond,
-		Count: 3000, Duration: 30 * time.Second}
-	loadDone := make(chan []client.Request, 1)
-	go func() { reqs, _ := load.Run(ctx); loadDone <- reqs }()
+	loadDone := startLoad(ctx, c, r)
 	time.Sleep(500 * time.Millisecond)
 	if _, err := c.Kubectl(ctx, "-n", ns, "rollout", "restart", "deployment/web"); err != nil {
 		t.Fatal(err)
@@ -110,6 +107,30 @@ func testRolloutRestart(t *testing.T, pinned bool) {
 		t.Errorf("%s: stop signal at %v, not while the daemon was down (%v to %v): the restart did not overlap it",
 			first.Name, got.Marks.StopSignal, down, up)
 	}
+}
+
+// startLoad sends /work every 10 ms and, so that each old pod has a
+// request in flight at its stop signal (the naive server then waits for it
+// with its listener closed, refusing what the router still sends), a 400 ms
+// /slow every 50 ms, for 30 s; the channel delivers both loads' records.
+func startLoad(ctx context.Context, c *cluster.Cluster, r *router.Router) <-chan []client.Request {
+	loads := []client.Load{
+		{Dial: c.Dial, Target: r.Addr(), Path: "/work", Interval: 10 * time.Millisecond, Count: 3000, Duration: 30 * time.Second},
+		{Dial: c.Dial, Target: r.Addr(), Path: "/slow?ms=400", Interval: 50 * time.Millisecond, Count: 600, Duration: 30 * time.Second},
+	}
+	done := make(chan []client.Request, len(loads))
+	for _, l := range loads {
+		go func() { reqs, _ := l.Run(ctx); done <- reqs }()
+	}
+	all := make(chan []client.Request, 1)
+	go func() {
+		var reqs []client.Request
+		for range loads {
+			reqs = append(reqs, <-done...)
+		}
+		all <- reqs
+	}()
+	return all
 }
 
 // oneAtATime is a rolling update that replaces one pod at a time.

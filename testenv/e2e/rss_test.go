@@ -35,7 +35,7 @@ func TestRSSWith110Pods(t *testing.T) {
 	defer cancel()
 	bin := buildDrainwatch(ctx, t)
 	cmd := exec.CommandContext(ctx, bin, "run", "--node-name", c.NodeNames[0], "--kubeconfig", c.Kubeconfig,
-		"--state-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--log-level", "debug", "--unpin-on-exit")
+		"--state-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--log-level", "debug", "--pin-path=")
 	logf, err := os.Create(filepath.Join(t.TempDir(), "drainwatch.log"))
 	must(t, err)
 	cmd.Stdout, cmd.Stderr = logf, logf

@@ -17,8 +17,12 @@ type sinkRecorder struct {
 	deleted []PodDeleted
 }
 
-func (r *sinkRecorder) Pod(u PodUpdate)         { r.mu.Lock(); r.pods = append(r.pods, u); r.mu.Unlock() }
-func (r *sinkRecorder) PodDeleted(d PodDeleted) { r.mu.Lock(); r.deleted = append(r.deleted, d); r.mu.Unlock() }
+func (r *sinkRecorder) Pod(u PodUpdate) { r.mu.Lock(); r.pods = append(r.pods, u); r.mu.Unlock() }
+func (r *sinkRecorder) PodDeleted(d PodDeleted) {
+	r.mu.Lock()
+	r.deleted = append(r.deleted, d)
+	r.mu.Unlock()
+}
 func (r *sinkRecorder) Kubelet(KubeletEvent)    {}
 func (r *sinkRecorder) Endpoint(EndpointUpdate) {}
 

@@ -46,7 +46,11 @@ func StartDaemon(ctx context.Context, s daemonSpec) (*Daemon, error) {
 	}
 	d.cmd = exec.Command(s.Bin, "run", "--node-name="+s.Node, "--kubeconfig="+s.Kubeconfig,
 		"--listen="+addr, "--state-dir="+filepath.Join(s.Dir, "state-"+s.Node),
-		"--cgroup-root="+s.CgroupRoot, "--log-format=json", "--log-level=info")
+		"--cgroup-root="+s.CgroupRoot, "--log-format=json", "--log-level=info",
+		// Pinned like in production (the default pin path, per node), and
+		// unpinned when the lab stops it: nothing stays attached afterwards.
+		// A lab killed outright leaves pins that the next run replaces.
+		"--unpin-on-exit")
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {

@@ -181,7 +181,7 @@ func (c *Correlator) begin(p *podState, start time.Time) {
 // grace period until a deletion sets one (applyDeletionGrace).
 func identify(t *Termination, pod collector.Pod) {
 	t.PodUID = pod.UID
-	t.Pod = pod.Namespace + "/" + pod.Name
+	t.Pod = pod.Name
 	t.Node, t.PodIP, t.Workload = pod.Node, pod.IP, pod.Workload
 	if t.Marks.DeleteRequested.IsZero() {
 		t.GracePeriod = pod.GracePeriod

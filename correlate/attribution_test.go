@@ -39,6 +39,10 @@ func TestIPReusedByNewPod(t *testing.T) {
 	if a.PodUID != podA || a.Counts.RefusedAfterSigterm != 8 {
 		t.Fatalf("%s refused after SIGTERM = %d, want pod A with 8", a.PodUID, a.Counts.RefusedAfterSigterm)
 	}
+	// The pod's name alone (Events name their involvedObject with it).
+	if want := "web-" + podA; a.Pod != want || a.Workload.Namespace != "shop" {
+		t.Errorf("pod %q in %q, want %q in shop", a.Pod, a.Workload.Namespace, want)
+	}
 	if _, ok := c.Get(podB); ok {
 		t.Errorf("pod B, not terminating, has a termination")
 	}

@@ -74,7 +74,8 @@ type ConnPoint struct {
 
 // Termination is everything drainwatch knows about one pod's termination.
 type Termination struct {
-	PodUID   string             `json:"pod_uid"`
+	PodUID string `json:"pod_uid"`
+	// Pod is the pod's name; its namespace is Workload.Namespace.
 	Pod      string             `json:"pod"`
 	Node     string             `json:"node"`
 	PodIP    netip.Addr         `json:"pod_ip"`

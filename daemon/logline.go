@@ -14,7 +14,7 @@ func logTermination(log zerolog.Logger, t correlate.Termination) {
 		codes = append(codes, d.Code)
 	}
 	ev := log.Info().
-		Str("pod", t.Pod).Str("pod_uid", t.PodUID).
+		Str("namespace", t.Workload.Namespace).Str("pod", t.Pod).Str("pod_uid", t.PodUID).
 		Str("workload_kind", t.Workload.Kind).Str("workload", t.Workload.Name).Str("revision", t.Workload.Revision).
 		Str("outcome", t.Outcome).
 		Int("refused_after_sigterm", t.Counts.RefusedAfterSigterm).

@@ -16,7 +16,7 @@ const (
 	plotRight    = 940
 	labelRowH    = 13
 	labelRows    = 6
-	labelCharW   = 6 // approximate width of an 11 px sans-serif character
+	labelCharW   = 7 // an 11 px sans-serif character, rounded up so labels never touch
 	acceptedLane = 94
 	refusedLane  = 122
 	laneHeight   = 18

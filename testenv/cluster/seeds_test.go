@@ -2,7 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -88,7 +87,7 @@ func checkRouterLag(t *testing.T, r *router.Router, res client.SeedsResult, vict
 	if removal.Applied.IsZero() {
 		t.Fatalf("router never applied the removal of %s: %+v", victim, r.Changes())
 	}
-	during, after, refused, backendReset := 0, 0, 0, 0
+	during, after, refused, backendReset, silent := 0, 0, 0, 0, 0
 	for _, cn := range r.Conns() {
 		if cn.Backend == victim && !cn.Accepted.Before(removal.Applied) {
 			after++
@@ -101,14 +100,18 @@ func checkRouterLag(t *testing.T, r *router.Router, res client.SeedsResult, vict
 		if cn.BackendReset {
 			backendReset++ // e.g. still in the accept queue when naive closed its listener
 		}
+		if cn.BackendSilent {
+			silent++ // read but not answered by a server shutting down: the client sees EOF
+		}
 	}
 	sum := client.Summarize(res.Work)
-	t.Logf("%s: removal seen %v after the delete, applied %v later; to the pod meanwhile %d, after %d; router refused %d, reset by the pod %d; client %v; in-flight /slow %s",
+	t.Logf("%s: removal seen %v after the delete, applied %v later; to the pod meanwhile %d, after %d; router refused %d, reset by the pod %d, closed unanswered by the pod %d; client %v; in-flight /slow %s",
 		mode, removal.Seen.Sub(res.StopAt).Round(time.Millisecond), removal.Applied.Sub(removal.Seen).Round(time.Millisecond),
-		during, after, refused, backendReset, sum, res.Slow.Outcome)
-	want := fmt.Sprintf("ok=%d", len(res.Work))
+		during, after, refused, backendReset, silent, sum, res.Slow.Outcome)
+	want := client.Summary{client.OK: len(res.Work)}.String()
 	if mode == workload.ModeNaive {
-		want = fmt.Sprintf("ok=%d reset=%d", len(res.Work)-refused-backendReset, refused+backendReset)
+		want = nonZero(client.Summary{client.OK: len(res.Work) - refused - backendReset - silent,
+			client.Reset: refused + backendReset, client.EOF: silent}).String()
 	}
 	if after != 0 || during == 0 || sum.String() != want || len(res.Work) != 50 || res.Slow.Outcome != client.OK {
 		t.Errorf("%s: after=%d during=%d client %v (want %s of 50), /slow %s", mode, after, during, sum, want, res.Slow.Outcome)
@@ -116,4 +119,14 @@ func checkRouterLag(t *testing.T, r *router.Router, res client.SeedsResult, vict
 	if mode == workload.ModeProtocol && refused != 0 {
 		t.Errorf("protocol: router refused %d connections, want 0", refused)
 	}
+}
+
+// nonZero drops the outcomes nothing had, as Summarize does.
+func nonZero(s client.Summary) client.Summary {
+	for k, n := range s {
+		if n == 0 {
+			delete(s, k)
+		}
+	}
+	return s
 }

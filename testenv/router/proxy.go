@@ -30,7 +30,11 @@ type Conn struct {
 	// connection still in its accept queue when the listener closed); the
 	// client saw a reset too. Set once the splice has ended.
 	BackendReset bool
-	Status       int // KeepAlive mode: the HTTP status the client got
+	// BackendSilent: a Proxied connection the backend closed without
+	// sending a byte (a server shutting down closes a connection whose
+	// request it has read but not answered); the client saw EOF.
+	BackendSilent bool
+	Status        int // KeepAlive mode: the HTTP status the client got
 }
 
 // serve accepts until the listener is closed.
@@ -80,37 +84,37 @@ func (r *Router) handle(ctx context.Context, c net.Conn) {
 	}
 	rec.Outcome = Proxied
 	i := r.record(rec)
-	if splice(c, b) {
-		r.markBackendReset(i)
-	}
+	reset, sent := splice(c, b)
+	r.markBackendEnd(i, reset, !reset && sent == 0)
 }
 
 // splice copies both ways. A FIN is passed on as a FIN (half close); a reset
 // on one side resets the other, so a backend killed mid-request shows to the
 // client as a reset, as it would through a NAT. It reports whether the
-// backend reset the connection.
-func splice(client, backend net.Conn) (backendReset bool) {
-	done := make(chan bool, 1)
-	go func() { done <- pipe(backend, client) }()
-	backendReset = pipe(client, backend)
+// backend reset the connection and how many bytes it sent.
+func splice(client, backend net.Conn) (backendReset bool, sent int64) {
+	done := make(chan struct{})
+	go func() { pipe(backend, client); close(done) }()
+	backendReset, sent = pipe(client, backend)
 	<-done
 	client.Close()
 	backend.Close()
-	return backendReset
+	return backendReset, sent
 }
 
-// pipe copies src to dst and reports whether src was reset; a reset is
-// passed on to dst, a FIN as a half close.
-func pipe(dst, src net.Conn) (srcReset bool) {
+// pipe copies src to dst and reports whether src was reset and how many
+// bytes it copied; a reset is passed on to dst, a FIN as a half close.
+func pipe(dst, src net.Conn) (srcReset bool, n int64) {
 	r := &readSide{r: src}
-	if _, err := io.Copy(dst, r); err != nil && errors.Is(err, syscall.ECONNRESET) {
+	n, err := io.Copy(dst, r)
+	if err != nil && errors.Is(err, syscall.ECONNRESET) {
 		resetConn(dst)
-		return errors.Is(r.err, syscall.ECONNRESET)
+		return errors.Is(r.err, syscall.ECONNRESET), n
 	}
 	if tc, ok := dst.(*net.TCPConn); ok {
 		_ = tc.CloseWrite()
 	}
-	return false
+	return false, n
 }
 
 func resetConn(c net.Conn) {

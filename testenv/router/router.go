@@ -110,10 +110,10 @@ func (r *Router) record(c Conn) int {
 	return i
 }
 
-// markBackendReset notes that the backend reset record i's connection.
-func (r *Router) markBackendReset(i int) {
+// markBackendEnd notes how the backend ended record i's connection.
+func (r *Router) markBackendEnd(i int, reset, silent bool) {
 	r.mu.Lock()
-	r.conns[i].BackendReset = true
+	r.conns[i].BackendReset, r.conns[i].BackendSilent = reset, silent
 	r.mu.Unlock()
 }
 

@@ -3,7 +3,10 @@ package collector
 import (
 	"fmt"
 	"net/netip"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // EventType names one kind of kernel observation. The String form is the
@@ -145,4 +148,16 @@ type Event struct {
 
 	// Cause is set for conn_closed_inflight.
 	Cause CloseCause
+}
+
+// SignalName names a signal number the way kill -l does ("SIGTERM"); 0 is
+// SIGTERM, the stop signal when a container configures none.
+func SignalName(sig uint32) string {
+	if sig == 0 {
+		sig = uint32(unix.SIGTERM)
+	}
+	if name := unix.SignalName(syscall.Signal(sig)); name != "" {
+		return name
+	}
+	return fmt.Sprintf("signal %d", sig)
 }

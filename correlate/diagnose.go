@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // Outcome label values of drainwatch_terminations_total: what the
@@ -118,7 +120,7 @@ func ignoredDiagnosis(t Termination, ignored bool) *Diagnosis {
 	}
 	return &Diagnosis{Code: DiagStopSignalIgnored,
 		Message: fmt.Sprintf("%s to PID 1%s had no effect for %s until SIGKILL: no listener closed, no exit",
-			signalName(t.StopSignal), target, secs(t.Marks.Sigkill.Sub(t.Marks.StopSignal))),
+			collector.SignalName(t.StopSignal), target, secs(t.Marks.Sigkill.Sub(t.Marks.StopSignal))),
 		Fix: "PID 1 ignores signals it has no handler for: exec the server from the shell (exec ./server), run an init such as tini, or handle the signal"}
 }
 

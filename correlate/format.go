@@ -64,17 +64,3 @@ func clause(sep, phrase string) string {
 	}
 	return sep + phrase
 }
-
-func signalName(sig uint32) string {
-	switch sig {
-	case 0, sigterm:
-		return "SIGTERM"
-	case 2:
-		return "SIGINT"
-	case 3:
-		return "SIGQUIT"
-	case 28:
-		return "SIGWINCH"
-	}
-	return fmt.Sprintf("signal %d", sig)
-}

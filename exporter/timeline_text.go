@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/correlate"
 )
 
@@ -71,12 +69,12 @@ func markDetail(t correlate.Termination, mark string) string {
 		if target == "" {
 			target = "the container's init"
 		}
-		return fmt.Sprintf("%s to %s (PID 1)", signalName(t.StopSignal), target)
+		return fmt.Sprintf("%s to %s (PID 1)", collector.SignalName(t.StopSignal), target)
 	case "sigkill":
 		return "SIGKILL"
 	case "exit":
 		if t.ExitSignal != 0 {
-			return fmt.Sprintf("exit code %d, killed by %s", t.ExitCode, signalName(t.ExitSignal))
+			return fmt.Sprintf("exit code %d, killed by %s", t.ExitCode, collector.SignalName(t.ExitSignal))
 		}
 		return fmt.Sprintf("exit code %d", t.ExitCode)
 	}
@@ -137,16 +135,6 @@ func partialNote(t correlate.Termination) string {
 		return ""
 	}
 	return "  partial: " + strings.Join(t.PartialReasons, ", ")
-}
-
-func signalName(sig uint32) string {
-	if sig == 0 {
-		sig = uint32(syscall.SIGTERM) // lifecycle.stopSignal unset means SIGTERM
-	}
-	if name := unix.SignalName(syscall.Signal(sig)); name != "" {
-		return name
-	}
-	return fmt.Sprintf("signal %d", sig)
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }

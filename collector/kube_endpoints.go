@@ -24,9 +24,14 @@ const recomputeDelay = 200 * time.Millisecond
 // kubernetes.io/service-name in (...), restarted when that set changes. A
 // rollout of a workload with no pod on this node sends this node nothing.
 type endpointWatch struct {
-	k          *Kube
-	mu         sync.Mutex
-	table      *endpointTable
+	k     *Kube
+	mu    sync.Mutex
+	table *endpointTable
+	// out holds the updates the table produced, in order, until flush
+	// sends them; sending holds sendMu and never mu, so a sink that
+	// blocks never blocks stopAll or the other watches' handlers.
+	out        []EndpointUpdate
+	sendMu     sync.Mutex
 	pods       map[string]localPod // by UID, deleted pods until their linger ends
 	namespaces map[string]*namespaceWatch
 }
@@ -62,6 +67,7 @@ func (w *endpointWatch) podSeen(ns, uid string, podLabels map[string]string) {
 // podGone forgets a pod once its linger has passed; the namespace's watches
 // stop with its last pod.
 func (w *endpointWatch) podGone(ns, uid string) {
+	defer w.flush()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.pods, uid)
@@ -97,10 +103,23 @@ func (w *endpointWatch) stopAll() {
 	}
 }
 
-// emit sends endpoint updates to the sink; called with mu held so the sink
+// emit queues endpoint updates for flush; called with mu held so the sink
 // sees them in the order the table produced them.
 func (w *endpointWatch) emit(updates []EndpointUpdate) {
-	for _, u := range updates {
+	w.out = append(w.out, updates...)
+}
+
+// flush sends the queued updates to the sink; called without mu. sendMu
+// keeps the order across callers: whoever takes a batch sends it before
+// the next batch is taken.
+func (w *endpointWatch) flush() {
+	w.sendMu.Lock()
+	defer w.sendMu.Unlock()
+	w.mu.Lock()
+	out := w.out
+	w.out = nil
+	w.mu.Unlock()
+	for _, u := range out {
 		w.k.cfg.Sink.Endpoint(u)
 	}
 }

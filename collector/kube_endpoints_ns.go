@@ -60,6 +60,7 @@ func (n *namespaceWatch) scheduleRecompute() {
 // recompute restarts the slice watch when the set of services selecting
 // local pods has changed.
 func (n *namespaceWatch) recompute() {
+	defer n.w.flush()
 	n.w.mu.Lock()
 	defer n.w.mu.Unlock()
 	n.timer = nil
@@ -112,6 +113,7 @@ func (n *namespaceWatch) reconcileAfterSync(inf cache.SharedIndexInformer, gen i
 	if !cache.WaitForCacheSync(stop, inf.HasSynced) {
 		return
 	}
+	defer n.w.flush()
 	n.w.mu.Lock()
 	defer n.w.mu.Unlock()
 	if gen != n.gen || n.stopped {
@@ -131,6 +133,7 @@ func (n *namespaceWatch) sliceHandler(gen int) cache.ResourceEventHandler {
 			return
 		}
 		n.w.k.counts.slices.Add(1)
+		defer n.w.flush()
 		n.w.mu.Lock()
 		defer n.w.mu.Unlock()
 		if gen == n.gen && !n.stopped {
@@ -146,6 +149,7 @@ func (n *namespaceWatch) sliceHandler(gen int) cache.ResourceEventHandler {
 			return
 		}
 		n.w.k.counts.slices.Add(1)
+		defer n.w.flush()
 		n.w.mu.Lock()
 		defer n.w.mu.Unlock()
 		if gen == n.gen && !n.stopped {

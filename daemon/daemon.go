@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -26,16 +27,18 @@ var forever = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // Daemon is one node's running drainwatch.
 type Daemon struct {
-	cfg     Config
-	log     zerolog.Logger
-	store   *Store
-	corr    *correlate.Correlator
-	kernel  Kernel
-	kube    *collector.Kube
+	cfg    Config
+	log    zerolog.Logger
+	store  *Store
+	corr   *correlate.Correlator
+	kernel Kernel
+	// kube is set by Run and read by KubeStats from other goroutines.
+	kube    atomic.Pointer[collector.Kube]
 	scopes  *scopeSync
 	metrics *exporter.Metrics
 	view    *terminationView
 	api     chan apiEvent
+	sink    apiSink                 // into api until the API side stops
 	events  *exporter.EventReporter // nil when Config.NoEvents
 
 	completed []correlate.Termination // since the last checkpoint
@@ -71,10 +74,11 @@ func (d *Daemon) Metrics() *exporter.Metrics { return d.metrics }
 
 // KubeStats reports the API watch events received (nil before Run).
 func (d *Daemon) KubeStats() collector.KubeStats {
-	if d.kube == nil {
+	k := d.kube.Load()
+	if k == nil {
 		return collector.KubeStats{}
 	}
-	return d.kube.Stats()
+	return k.Stats()
 }
 
 // Run runs the daemon until ctx is done, then checkpoints and returns.
@@ -134,6 +138,7 @@ func (d *Daemon) runWired(ctx context.Context) error {
 }
 
 func (d *Daemon) startKube(ctx context.Context, errc chan<- error) error {
+	d.sink = apiSink{events: d.api, done: ctx.Done()}
 	rest := d.cfg.Rest
 	if rest == nil {
 		var err error
@@ -142,13 +147,13 @@ func (d *Daemon) startKube(ctx context.Context, errc chan<- error) error {
 		}
 	}
 	kube, err := collector.NewKube(collector.KubeConfig{
-		NodeName: d.cfg.NodeName, Rest: rest, Sink: apiSink(d.api), Now: d.cfg.Now,
+		NodeName: d.cfg.NodeName, Rest: rest, Sink: d.sink, Now: d.cfg.Now,
 		Log: d.log.With().Str("component", "kube").Logger(),
 	})
 	if err != nil {
 		return err
 	}
-	d.kube = kube
+	d.kube.Store(kube)
 	if !d.cfg.NoEvents {
 		client, err := kubernetes.NewForConfig(rest)
 		if err != nil {

@@ -77,7 +77,7 @@ func (d *Daemon) handleAPI(ev apiEvent) {
 // events and publishes the API view.
 func (d *Daemon) tick(now time.Time) {
 	d.accountLost(now)
-	d.relist.poll(d.kube, d.api)
+	d.relist.poll(d.kube.Load(), d.sink)
 	for _, t := range d.corr.Tick(now) {
 		d.finished(t)
 	}

@@ -29,13 +29,14 @@ func (r *relist) seen(uid string) { delete(r.pending, uid) }
 
 // poll sends the end-of-list marker once the first list has been sent in
 // full. It goes through the API channel, after every listed pod, from a
-// goroutine: the loop must not block on its own channel.
-func (r *relist) poll(k *collector.Kube, api chan<- apiEvent) {
+// goroutine: the loop must not block on its own channel. The sink gives up
+// once the API side stops, so the goroutine never outlives the daemon.
+func (r *relist) poll(k *collector.Kube, sink apiSink) {
 	if r.marked || r.pending == nil || k == nil || !k.Synced() {
 		return
 	}
 	r.marked = true
-	go func() { api <- apiEvent{listed: true} }()
+	go sink.send(apiEvent{listed: true})
 }
 
 // podsGoneWhileDown reports the pods of the previous run that the first

@@ -91,7 +91,7 @@ func (s *scopeSync) podUpdate(p collector.Pod, now time.Time) {
 	for _, c := range p.Containers {
 		if c.ID != "" && ps.containers[c.Name] != c.ID {
 			ps.containers[c.Name] = c.ID
-			delete(ps.cgroups, c.Name) // a restarted container has a new cgroup
+			s.unwatchCgroup(ps, c.Name) // a restarted container has a new cgroup
 		}
 	}
 	if ps.pending() {

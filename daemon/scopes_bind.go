@@ -52,15 +52,21 @@ func (s *scopeSync) bind(ps *podScope) {
 // still the pod's; if it is not, the restored inode belonged to a namespace
 // that is gone and is let go.
 func (s *scopeSync) holdNetns(ps *podScope, file *os.File, ino uint32) {
-	ps.netnsFile = file
 	if ps.netns == ino {
+		ps.netnsFile = file
 		return // restored and still the pod's: already watched and bound
 	}
 	if ps.netns != 0 && s.netnsOwner[ps.netns] == ps.uid {
 		delete(s.netnsOwner, ps.netns)
 		s.logErr(s.kernel.UnwatchNetns(ps.netns), ps.uid)
 	}
-	s.watchNetns(ps, ino)
+	ps.netns = 0
+	if !s.watchNetns(ps, ino) {
+		// Not held: the pod stays pending and a later scan retries.
+		file.Close()
+		return
+	}
+	ps.netnsFile = file
 }
 
 func (s *scopeSync) watchCgroup(ps *podScope, container string, id uint64) {
@@ -73,15 +79,34 @@ func (s *scopeSync) watchCgroup(ps *podScope, container string, id uint64) {
 	s.corr.BindCgroup(ps.uid, container, id)
 }
 
-func (s *scopeSync) watchNetns(ps *podScope, ino uint32) {
+// unwatchCgroup forgets a container's cgroup (the container restarted:
+// its next one has a new id). The kernel stops watching it unless another
+// pod owns the id by now; without this a crash-looping pod would fill the
+// BPF scopes map.
+func (s *scopeSync) unwatchCgroup(ps *podScope, container string) {
+	id, ok := ps.cgroups[container]
+	if !ok {
+		return
+	}
+	delete(ps.cgroups, container)
+	if s.cgroupOwner[id] == ps.uid {
+		delete(s.cgroupOwner, id)
+		s.logErr(s.kernel.UnwatchCgroup(id), ps.uid)
+	}
+}
+
+// watchNetns watches and binds the pod's network namespace, and reports
+// whether the kernel accepted it.
+func (s *scopeSync) watchNetns(ps *podScope, ino uint32) bool {
 	if err := s.kernel.WatchNetns(ino); err != nil {
 		s.log.Warn().Err(err).Str("pod_uid", ps.uid).Msg("watching pod network namespace")
-		return
+		return false
 	}
 	ps.netns = ino
 	s.netnsOwner[ino] = ps.uid
 	s.corr.BindNetns(ps.uid, ino)
 	s.log.Debug().Str("pod_uid", ps.uid).Uint32("netns", ino).Msg("watching pod network namespace")
+	return true
 }
 
 // hostNetns reports whether ino is the daemon's or the host's network

@@ -34,7 +34,7 @@ func (d *Daemon) startServer(ctx context.Context) <-chan error {
 
 // ready is /readyz: ready once the node's pods are listed.
 func (d *Daemon) ready() error {
-	if d.kube == nil || !d.kube.Synced() {
+	if k := d.kube.Load(); k == nil || !k.Synced() {
 		return errors.New("pods of this node not listed yet")
 	}
 	return nil

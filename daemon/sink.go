@@ -15,12 +15,24 @@ type apiEvent struct {
 
 // apiSink funnels the informers' callbacks, which run on several
 // goroutines, into the loop's channel. It blocks when the loop is behind:
-// API events are few and must not be lost.
-type apiSink chan<- apiEvent
+// API events are few and must not be lost. Once done is closed (the API
+// side stops; the loop may have exited already) it drops them instead, so
+// no informer goroutine stays blocked on a channel nobody reads.
+type apiSink struct {
+	events chan<- apiEvent
+	done   <-chan struct{}
+}
 
-func (s apiSink) Pod(u collector.PodUpdate)           { s <- apiEvent{pod: &u} }
-func (s apiSink) PodDeleted(d collector.PodDeleted)   { s <- apiEvent{deleted: &d} }
-func (s apiSink) Kubelet(e collector.KubeletEvent)    { s <- apiEvent{kubelet: &e} }
-func (s apiSink) Endpoint(u collector.EndpointUpdate) { s <- apiEvent{endpoint: &u} }
+func (s apiSink) send(ev apiEvent) {
+	select {
+	case s.events <- ev:
+	case <-s.done:
+	}
+}
 
-var _ collector.APISink = apiSink(nil)
+func (s apiSink) Pod(u collector.PodUpdate)           { s.send(apiEvent{pod: &u}) }
+func (s apiSink) PodDeleted(d collector.PodDeleted)   { s.send(apiEvent{deleted: &d}) }
+func (s apiSink) Kubelet(e collector.KubeletEvent)    { s.send(apiEvent{kubelet: &e}) }
+func (s apiSink) Endpoint(u collector.EndpointUpdate) { s.send(apiEvent{endpoint: &u}) }
+
+var _ collector.APISink = apiSink{}

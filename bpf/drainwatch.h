@@ -26,10 +26,12 @@ enum {
 	DW_TCP_ESTABLISHED = 1,
 	DW_TCP_SYN_RECV = 3,
 	DW_TCP_FIN_WAIT1 = 4,
+	DW_TCP_TIME_WAIT = 6,
 	DW_TCP_CLOSE = 7,
 	DW_TCP_CLOSE_WAIT = 8,
 	DW_TCP_LAST_ACK = 9,
 	DW_TCP_LISTEN = 10,
+	DW_TCP_NEW_SYN_RECV = 12,
 };
 
 /* Event types: same numbers as collector.EventType. */

@@ -7,8 +7,10 @@
  * Two sources, exactly one loaded (the loader deletes the other from the
  * spec): tcp_send_reset with its reason argument (Linux >= 6.10), or, on
  * older kernels, kfree_skb with drop reason NO_SOCKET, which frees the SYN
- * that tcp_v4_rcv/tcp_v6_rcv answered with a RST. Both run in softirq and
- * attribute by the receiving device's network namespace. */
+ * that tcp_v4_rcv/tcp_v6_rcv answered with a RST. RSTs without a socket run
+ * in softirq and attribute by the receiving device's network namespace; RSTs
+ * a socket sends attribute by the socket's, and carry the sending process
+ * when its owner sent them (see sent_by_owner). */
 #include "drainwatch.h"
 
 #define TCP_FLAG_RST 0x04
@@ -78,6 +80,28 @@ static __always_inline void no_socket(const struct sk_buff *skb, __u32 reason, b
 	event_submit(e);
 }
 
+/* Whether a RST sent by sk runs in the context of the process that owns the
+ * socket, so that `current` is the sender: the close that aborts a
+ * connection with unread data, the exit that closes the process's files, a
+ * backlog replayed by release_sock. All of them hold the socket lock
+ * (sk_lock.owned), and softirq never sends on an owned socket: it queues to
+ * the backlog instead, under the same spinlock that lock_sock takes, so the
+ * flag cannot change under a softirq sender. Listeners are excluded (their
+ * RSTs answer packets locklessly, in softirq, even while a process holds
+ * the lock), and so are timewait and request sockets, which have no lock. */
+static __always_inline bool sent_by_owner(const struct sock *sk)
+{
+	__u8 state = BPF_CORE_READ(sk, __sk_common.skc_state);
+	if (state == DW_TCP_LISTEN || state == DW_TCP_TIME_WAIT || state == DW_TCP_NEW_SYN_RECV)
+		return false;
+	return BPF_CORE_READ(sk, sk_lock.owned) != 0;
+}
+
+/* A RST sent by a socket. In its owner's context (abort on close, exit) the
+ * event carries the sending process, which correlate needs to count
+ * connections reset at exit; in softirq (a segment for a closed or orphaned
+ * connection, keepalive and retransmit timeouts) `current` is whatever task
+ * the interrupt hit, so pid, tid and comm stay 0. */
 SEC("tp_btf/tcp_send_reset")
 int BPF_PROG(tcp_send_reset, const struct sock *sk, const struct sk_buff *skb, int reason)
 {
@@ -96,6 +120,8 @@ int BPF_PROG(tcp_send_reset, const struct sock *sk, const struct sk_buff *skb, i
 	e->reason = reason;
 	e->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
 	event_sock_addrs(e, sk);
+	if (sent_by_owner(sk))
+		event_current(e);
 	event_submit(e);
 	return 0;
 }

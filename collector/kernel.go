@@ -52,9 +52,11 @@ type Kernel struct {
 	pins     *pinSet
 	resumed  bool
 	reader   *ringbuf.Reader
-	// backlog is what the ring buffer held when the reader opened (a
-	// resumed run's downtime): delivered without dropping, see read.
-	backlog   int
+	// ring reads the ring buffer's positions; backlog is what it held when
+	// the reader opened (a resumed run's downtime): delivered without
+	// dropping, see read.
+	ring      *ringPositions
+	backlog   backlog
 	startRead sync.Once
 	stop      chan struct{}
 	clock     wallClock
@@ -95,10 +97,16 @@ func OpenKernel(opts KernelOptions) (*Kernel, error) {
 		k.closeKernelObjects()
 		return nil, err
 	}
-	k.backlog = k.reader.AvailableBytes()
+	if k.ring, err = mapRingPositions(k.maps.events); err != nil {
+		k.reader.Close()
+		k.closeKernelObjects()
+		return nil, err
+	}
+	// The reader has not started: the consumer position stays put.
+	k.backlog = backlog{ring: k.ring, end: k.ring.producer()}
 	if k.resumed {
 		lost, _ := k.maps.lostInKernel()
-		k.log.Info().Str("pins", k.pins.dir()).Int("backlog_bytes", k.backlog).Uint64("lost_in_kernel", lost).
+		k.log.Info().Str("pins", k.pins.dir()).Int("backlog_bytes", k.backlog.bytes()).Uint64("lost_in_kernel", lost).
 			Msg("resumed the pinned eBPF programs: the ring buffer kept what happened while drainwatch was down")
 	}
 	return k, nil
@@ -174,6 +182,7 @@ func (k *Kernel) Close() error {
 		k.startRead.Do(func() { close(k.events); close(k.done) })
 		err := k.reader.Close()
 		<-k.done
+		err = errors.Join(err, k.ring.close())
 		lost, lerr := k.maps.lostInKernel()
 		k.finalLost.Store(&lost)
 		k.closeErr = errors.Join(err, lerr, k.closeKernelObjects())

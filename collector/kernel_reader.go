@@ -18,15 +18,17 @@ const pollInterval = 20 * time.Millisecond
 // the backlog the ring buffer held when the reader opened (what a resumed
 // run collected while the daemon was down, up to 4 MiB): it waits for room,
 // because it may be larger than the channel, and while it waits the ring
-// buffer keeps the newer events (the kernel counts what does not fit).
+// buffer keeps the newer events (the kernel counts what does not fit). The
+// backlog ends at the producer position seen at open, whatever it holds
+// (discarded records too): the first record past it ends the waiting.
 func (k *Kernel) read() {
 	defer close(k.done)
 	defer close(k.events)
 	var (
-		rec     ringbuf.Record
-		ev      Event
-		backoff time.Duration
-		backlog = k.backlog
+		rec       ringbuf.Record
+		ev        Event
+		backoff   time.Duration
+		inBacklog = k.backlog.bytes() > 0
 	)
 	k.reader.SetDeadline(time.Now().Add(pollInterval))
 	for {
@@ -49,16 +51,22 @@ func (k *Kernel) read() {
 			continue
 		}
 		k.counts[ev.Type].Add(1)
-		if backlog > 0 {
-			backlog -= ringRecordSize(len(rec.RawSample))
+		if inBacklog && k.backlog.holdsLastRead() {
 			k.deliverWaiting(ev)
 			continue
 		}
-		select {
-		case k.events <- ev:
-		default:
-			k.dropped.Add(1)
-		}
+		inBacklog = false
+		k.deliver(ev)
+	}
+}
+
+// deliver hands ev to the consumer, or drops and counts it when the Events
+// channel is full.
+func (k *Kernel) deliver(ev Event) {
+	select {
+	case k.events <- ev:
+	default:
+		k.dropped.Add(1)
 	}
 }
 
@@ -75,10 +83,6 @@ func (k *Kernel) deliverWaiting(ev Event) {
 		k.dropped.Add(1)
 	}
 }
-
-// ringRecordSize is the room a sample takes in the ring buffer: an 8-byte
-// header, the data padded to 8 bytes.
-func ringRecordSize(n int) int { return 8 + (n+7)&^7 }
 
 // readFailed logs the first error of a run of failures and sleeps with a
 // doubling backoff (at most one second), so a broken reader never spins.

@@ -46,18 +46,25 @@ func (k *Kernel) read() {
 			continue
 		}
 		backoff = 0
-		if err := decodeEvent(rec.RawSample, k.clock, &ev); err != nil || ev.Type >= eventTypeCount {
-			k.invalid.Add(1)
-			continue
-		}
-		k.counts[ev.Type].Add(1)
-		if inBacklog && k.backlog.holdsLastRead() {
-			k.deliverWaiting(ev)
-			continue
-		}
-		inBacklog = false
-		k.deliver(ev)
+		inBacklog = k.handleRecord(rec.RawSample, &ev, inBacklog)
 	}
+}
+
+// handleRecord is what the reader does per record (TestRecordPathAllocs
+// holds it to zero allocations): decode into ev, count, hand on. It returns
+// whether the reader is still in the backlog.
+func (k *Kernel) handleRecord(raw []byte, ev *Event, inBacklog bool) bool {
+	if err := decodeEvent(raw, k.clock, ev); err != nil || ev.Type >= eventTypeCount {
+		k.invalid.Add(1)
+		return inBacklog
+	}
+	k.counts[ev.Type].Add(1)
+	if inBacklog && k.backlog.holdsLastRead() {
+		k.deliverWaiting(*ev)
+		return true
+	}
+	k.deliver(*ev)
+	return false
 }
 
 // deliver hands ev to the consumer, or drops and counts it when the Events

@@ -24,15 +24,29 @@ import (
 func TestMain(m *testing.M) { cptest.Main(m) }
 
 // expectations are what each scenario must show besides agreement, so a
-// lab that measures nothing (0 = 0 everywhere) fails.
+// lab that measures nothing (0 = 0 everywhere) fails. Numbers the scenario
+// fixes are exact; refusal counts of a server that closes its listener
+// early depend on where the client's requests fall around that close and
+// vary run to run, so they have a floor here, and are compared exactly
+// against drainwatch's by Agree.
 var expectations = map[string]func(lab.Result) bool{
-	"seeds/naive":                           func(r lab.Result) bool { return r.ClientRefused >= 10 && has(r, correlate.DiagListenerClosedEarly) },
-	"seeds/protocol-1.5s":                   func(r lab.Result) bool { return r.ClientRefused == 0 && r.ClientKilled == 0 },
-	"seeds/protocol-0s":                     func(r lab.Result) bool { return r.ClientRefused >= 10 && has(r, correlate.DiagListenerClosedEarly) },
-	"rollout/revision-1 (no preStop)":       func(r lab.Result) bool { return r.ClientRefused > 0 },
-	"rollout/revision-2 (preStop sleep 2s)": func(r lab.Result) bool { return r.ClientRefused == 0 },
+	// /work every 20 ms and /ready every 50 ms for 1 s after the listener's
+	// close: at least 10 of them meet it closed, how many more varies.
+	"seeds/naive": func(r lab.Result) bool {
+		return r.ClientRefused >= 10 && r.ClientKilled == 0 && has(r, correlate.DiagListenerClosedEarly)
+	},
+	"seeds/protocol-1.5s": func(r lab.Result) bool { return r.ClientRefused == 0 && r.ClientKilled == 0 },
+	"seeds/protocol-0s": func(r lab.Result) bool {
+		return r.ClientRefused >= 10 && r.ClientKilled == 0 && has(r, correlate.DiagListenerClosedEarly)
+	},
+	// Refusals of a rollout without preStop depend on how far the router
+	// lags each old pod's close: varies run to run, never 0.
+	"rollout/revision-1 (no preStop)":       func(r lab.Result) bool { return r.ClientRefused > 0 && r.ClientKilled == 0 },
+	"rollout/revision-2 (preStop sleep 2s)": func(r lab.Result) bool { return r.ClientRefused == 0 && r.ClientKilled == 0 },
+	// Exactly the 3 /slow requests in flight are cut by the SIGKILL; /work
+	// is kept clear of it.
 	"ignore-term": func(r lab.Result) bool {
-		return r.ClientKilled >= 3 && has(r, correlate.DiagStopSignalIgnored) && has(r, correlate.DiagRequestsKilled)
+		return r.ClientKilled == 3 && has(r, correlate.DiagStopSignalIgnored) && has(r, correlate.DiagRequestsKilled)
 	},
 	"prestop-fails": func(r lab.Result) bool { return has(r, correlate.DiagPrestopFailed) },
 }
@@ -118,8 +132,8 @@ func checkResultsDir(t *testing.T, out string, n int) {
 func checkScreenshots(t *testing.T, out string) {
 	t.Helper()
 	shots, _ := filepath.Glob(filepath.Join(out, "screenshots", "*.png"))
-	if len(shots) < 6 {
-		t.Errorf("%d screenshots, want at least one per scenario", len(shots))
+	if want := screenshotsWritten(t, out); len(shots) != want {
+		t.Errorf("%d screenshots, want %d (one per scenario and node with a termination of it)", len(shots), want)
 	}
 	for _, s := range shots {
 		f, err := os.Open(s)
@@ -132,6 +146,33 @@ func checkScreenshots(t *testing.T, out string) {
 		}
 		f.Close()
 	}
+}
+
+// screenshotsWritten is how many /ui pages the lab renders: one per
+// scenario and node that reported one of its terminations, as the saved
+// timelines say (where the scheduler places a rollout's pods varies).
+func screenshotsWritten(t *testing.T, out string) int {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(out, "timelines", "*.json"))
+	n := 0
+	for _, f := range files {
+		var tl []struct {
+			Node string `json:"node"`
+		}
+		b, err := os.ReadFile(f)
+		if err == nil {
+			err = json.Unmarshal(b, &tl)
+		}
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		nodes := map[string]bool{}
+		for _, v := range tl {
+			nodes[v.Node] = true
+		}
+		n += len(nodes)
+	}
+	return n
 }
 
 // keepOnFailure removes the results directory unless the test failed.

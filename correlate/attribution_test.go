@@ -278,3 +278,20 @@ func TestNetnsGoneIsPodGone(t *testing.T) {
 		t.Errorf("a new sandbox began a termination")
 	}
 }
+
+// A crash-looping container gets a new cgroup at every restart: the index
+// keeps only the current one, so it does not grow with the restarts.
+func TestRestartedContainerForgetsOldCgroup(t *testing.T) {
+	c := New(Config{})
+	feed(c, []any{born(podA, ipA, netA, cgA, 30*time.Second, ms(-60000))})
+	before := len(c.idx.Cgroups)
+	for i := uint64(1); i <= 5; i++ {
+		feed(c, []any{bind{podA, 0, cgA + 100*i}})
+	}
+	if got := len(c.idx.Cgroups); got != before {
+		t.Fatalf("index holds %d cgroups after 5 restarts, want %d", got, before)
+	}
+	if ref := c.idx.Cgroups[cgA+500]; ref.UID != podA || ref.Container != "app" {
+		t.Fatalf("current cgroup maps to %+v, want pod A's app", ref)
+	}
+}

@@ -93,6 +93,11 @@ func (c *Correlator) BindCgroup(podUID, container string, cgroupID uint64) {
 	if p.Cgroups == nil {
 		p.Cgroups = make(map[string]uint64)
 	}
+	// A restarted container has a new cgroup: forget the old one's id so a
+	// crash-looping pod does not grow the index (and every checkpoint).
+	if old, ok := p.Cgroups[container]; ok && old != cgroupID && c.idx.Cgroups[old].UID == podUID {
+		delete(c.idx.Cgroups, old)
+	}
 	p.Cgroups[container] = cgroupID
 	c.idx.Cgroups[cgroupID] = cgroupRef{UID: podUID, Container: container}
 }

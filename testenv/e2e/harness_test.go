@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -16,7 +15,6 @@ import (
 
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/daemon"
-	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
 	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
@@ -125,28 +123,6 @@ func waitComplete(ctx context.Context, t *testing.T, d *nodeDaemon, uid string) 
 		t.Fatalf("termination of %s not complete on %s: %v (last %+v)", uid, d.node, err, last)
 	}
 	return last
-}
-
-// withoutProbe drops the readiness probe: the agent's probes would be
-// connections no client recorded.
-func withoutProbe(d *appsv1.Deployment) *appsv1.Deployment {
-	for i := range d.Spec.Template.Spec.Containers {
-		d.Spec.Template.Spec.Containers[i].ReadinessProbe = nil
-	}
-	return d
-}
-
-// refusedTo counts the requests refused by target among reqs.
-func refusedTo(target string, reqs ...[]client.Request) int {
-	n := 0
-	for _, rs := range reqs {
-		for _, r := range rs {
-			if r.Target == target && r.Outcome == client.Refused {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 // unique suffixes a name, so that repeated runs (-count) on the shared

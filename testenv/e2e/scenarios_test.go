@@ -14,6 +14,7 @@ import (
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
+	"github.com/drainwatch/drainwatch/testenv/lab"
 	"github.com/drainwatch/drainwatch/testenv/workload"
 )
 
@@ -32,7 +33,7 @@ func TestScenarios(t *testing.T) {
 // and its Service, waits for it and returns its ready pods.
 func deploy(ctx context.Context, t *testing.T, c *cluster.Cluster, ns string, dep *appsv1.Deployment) []corev1.Pod {
 	t.Helper()
-	if err := c.Apply(ctx, cluster.Namespace(ns), withoutProbe(dep), cluster.ServiceFor(ns, dep.Name)); err != nil {
+	if err := c.Apply(ctx, cluster.Namespace(ns), cluster.WithoutReadinessProbe(dep), cluster.ServiceFor(ns, dep.Name)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.WaitRolledOut(ctx, ns, dep.Name); err != nil {
@@ -71,7 +72,7 @@ func prestopBehindRouter(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 		t.Fatal(err)
 	}
 	got := waitComplete(ctx, t, daemonOf(t, ds, victim), string(victim.UID))
-	want := refusedTo(cluster.PodAddr(victim, cluster.ServerPort), res.Work, res.Readiness, []client.Request{res.Slow})
+	want := lab.RefusedTo(cluster.PodAddr(victim, cluster.ServerPort), res.Work, res.Readiness, []client.Request{res.Slow})
 	t.Logf("clients %s (work via router) %s (ready); drainwatch %+v %v; marks %+v", client.Summarize(res.Work),
 		client.Summarize(res.Readiness), got.Counts, codes(got), got.Marks)
 	if got.Counts.RefusedAfterSigterm != 0 || want != 0 || client.Summarize(res.Work)[client.OK] != len(res.Work) {

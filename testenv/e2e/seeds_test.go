@@ -9,6 +9,7 @@ import (
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
+	"github.com/drainwatch/drainwatch/testenv/lab"
 	"github.com/drainwatch/drainwatch/testenv/workload"
 )
 
@@ -36,7 +37,7 @@ func seedsDirect(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, name, mode 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := unique("e2e-" + name)
-	dep := withoutProbe(cluster.ServerDeployment(ns, "web", mode, 1, args...))
+	dep := cluster.WithoutReadinessProbe(cluster.ServerDeployment(ns, "web", mode, 1, args...))
 	if err := c.Apply(ctx, cluster.Namespace(ns), dep, cluster.ServiceFor(ns, "web")); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func seedsDirect(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, name, mode 
 		t.Fatal(err)
 	}
 	got := waitComplete(ctx, t, daemonOf(t, ds, victim), string(victim.UID))
-	want := refusedTo(addr, res.Work, res.Readiness, []client.Request{res.Slow})
+	want := lab.RefusedTo(addr, res.Work, res.Readiness, []client.Request{res.Slow})
 	t.Logf("marks %+v exit %d/%d grace %v", got.Marks, got.ExitCode, got.ExitSignal, got.GracePeriod)
 	t.Logf("%s: clients %s (work) + %s (ready); drainwatch %+v, diagnoses %v, partial %v",
 		name, client.Summarize(res.Work), client.Summarize(res.Readiness), got.Counts, codes(got), got.PartialReasons)

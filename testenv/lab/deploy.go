@@ -17,23 +17,12 @@ import (
 // tests ask daemon.Watching); four ticks are the margin.
 const settle = time.Second
 
-// WithoutProbe drops the readiness probes (and returns d): the node agent's probes are
-// connections no client records, so a probe refused after SIGTERM would be
-// counted by drainwatch and by no client. (The same as the e2e tests'
-// helper, which lives in a _test file.)
-func WithoutProbe(d *appsv1.Deployment) *appsv1.Deployment {
-	for i := range d.Spec.Template.Spec.Containers {
-		d.Spec.Template.Spec.Containers[i].ReadinessProbe = nil
-	}
-	return d
-}
-
 // deploy applies ns, the Deployment (probes dropped) and its Service, waits
 // until it is rolled out and the daemons had time to watch its pods, and
 // returns the ready pods.
 func (l *Lab) deploy(ctx context.Context, dep *appsv1.Deployment) ([]corev1.Pod, error) {
 	ns := dep.Namespace
-	if err := l.Cluster.Apply(ctx, cluster.Namespace(ns), WithoutProbe(dep), cluster.ServiceFor(ns, dep.Name)); err != nil {
+	if err := l.Cluster.Apply(ctx, cluster.Namespace(ns), cluster.WithoutReadinessProbe(dep), cluster.ServiceFor(ns, dep.Name)); err != nil {
 		return nil, err
 	}
 	if _, err := l.Cluster.WaitRolledOut(ctx, ns, dep.Name); err != nil {

@@ -130,11 +130,14 @@ type Event struct {
 	Reason uint32
 
 	// Signal fields: Signal number, the sender, and whether the target is the
-	// init (PID 1) of its PID namespace.
-	Signal     uint32
-	SenderPID  uint32
-	SenderComm Comm
-	TargetInit bool
+	// init (PID 1) of its PID namespace. On accept and refused events the
+	// Sender fields name the node-local task that opened the connection
+	// (a kubelet probe, a node-local proxy), zero for remote clients.
+	Signal       uint32
+	SenderPID    uint32
+	SenderComm   Comm
+	SenderCgroup uint64
+	TargetInit   bool
 	// SignalResult is what the kernel did with the signal when it was
 	// generated: a stop signal "ignored" by a namespace init without a
 	// handler is the evidence for stop_signal_ignored. (Added by issue 2.)
@@ -146,8 +149,34 @@ type Event struct {
 	ExitCode   int32
 	ExitSignal uint32
 
-	// Cause is set for conn_closed_inflight.
-	Cause CloseCause
+	// Cause and Inflight are set for conn_closed_inflight: why it was
+	// torn down and what was in flight.
+	Cause    CloseCause
+	Inflight InflightKind
+}
+
+// InflightKind says what made a connection in flight when it was torn down.
+type InflightKind uint8
+
+const (
+	InflightNone InflightKind = iota
+	// InflightRequest: the peer sent a request the server had not answered
+	// (request bytes read after the last response bytes sent).
+	InflightRequest
+	// InflightUnread: request bytes still unread in the receive queue.
+	InflightUnread
+	// InflightStream: an HTTP/2 stream (a gRPC call, a server stream) the
+	// server had not ended.
+	InflightStream
+)
+
+var inflightKindNames = [...]string{"none", "request", "unread", "stream"}
+
+func (k InflightKind) String() string {
+	if int(k) < len(inflightKindNames) {
+		return inflightKindNames[k]
+	}
+	return fmt.Sprintf("inflight(%d)", uint8(k))
 }
 
 // SignalName names a signal number the way kill -l does ("SIGTERM"); 0 is

@@ -13,6 +13,9 @@ const (
 	PartialNoStopSignal  = "stop_signal_not_seen"
 	PartialNoExit        = "exit_not_seen"
 	PartialAcceptHistory = "accept_history_overflow"
+	PartialHostNetwork   = "host_network"
+	PartialNetnsUnbound  = "netns_not_bound"
+	PartialEarlyOverflow = "early_events_overflow"
 	maxGaps              = 64
 	minStopGrace         = 2 * time.Second // the kubelet's floor for the stop budget
 )

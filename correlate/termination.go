@@ -43,6 +43,24 @@ type Counts struct {
 	// its exit, and in-flight connections torn down by an exit other than
 	// SIGKILL's.
 	ConnectionsResetAtExit int `json:"connections_reset_at_exit"`
+	// ConnectionsResetAtShutdown counts connections the shutdown itself
+	// reset or dropped while the process was alive: accepted connections
+	// still in the accept queue reset when the listener closed, handshakes
+	// the closed listener left half-open (the client's ACK meets no
+	// socket), and connections with a request in flight that the server
+	// closed or reset before answering. Clients see ECONNRESET or an empty
+	// reply.
+	ConnectionsResetAtShutdown int `json:"connections_reset_at_shutdown"`
+	// StreamsKilledBySigkill is the part of RequestsKilledBySigkill whose
+	// in-flight work was an open stream (an HTTP/2 or gRPC stream the server
+	// had not ended) rather than an unanswered request.
+	StreamsKilledBySigkill int `json:"streams_killed_by_sigkill"`
+	// ProbeRefused counts connection attempts by this node's kubelet
+	// (readiness probes keep running until the container exits) refused
+	// during the termination. They are not client traffic: they are never
+	// in RefusedAfterSigterm or RefusedBeforeSigterm and never move
+	// LastConnAttempt or the routing lag.
+	ProbeRefused int `json:"probe_refused"`
 }
 
 // Diagnosis codes (DESIGN.md). Each Diagnosis carries a one-line explanation
@@ -55,6 +73,9 @@ const (
 	DiagRequestsKilled      = "requests_killed"
 	DiagPrestopFailed       = "prestop_hook_failed"
 	DiagBudgetTooSmall      = "budget_too_small"
+	DiagShutdownResets      = "connections_reset_at_shutdown"
+	DiagStreamsKilled       = "streams_killed"
+	DiagStopSignalMismatch  = "stop_signal_mismatch"
 	DiagClean               = "clean"
 )
 
@@ -70,6 +91,20 @@ type Diagnosis struct {
 type ConnPoint struct {
 	Time    time.Time `json:"t"`
 	Refused bool      `json:"refused,omitempty"`
+	// Probe marks an attempt by this node's kubelet (a probe), drawn apart
+	// from client traffic.
+	Probe bool `json:"probe,omitempty"`
+}
+
+// Source is one node-local task (by command name) that connected to the pod
+// during its termination: the kubelet's probes, a node-local proxy, a
+// scraper. Probe sources are kept out of the client counts; the others are
+// client traffic, listed by source so that a timeline says who kept sending.
+type Source struct {
+	Comm     string `json:"comm"`
+	Probe    bool   `json:"probe,omitempty"`
+	Accepted int    `json:"accepted"`
+	Refused  int    `json:"refused"`
 }
 
 // Termination is everything drainwatch knows about one pod's termination.
@@ -93,6 +128,11 @@ type Termination struct {
 	// stop_signal_ignored).
 	StopSignal       uint32 `json:"stop_signal,omitempty"`
 	StopSignalTarget string `json:"stop_signal_target,omitempty"`
+	// StopSignalAPI is the stop signal the API names for the pod's
+	// containers (lifecycle.stopSignal, or status stopSignal with the
+	// ContainerStopSignals gate), 0 when it names none. It is a cross-check
+	// of the signal seen in the kernel, never a substitute.
+	StopSignalAPI uint32 `json:"stop_signal_api,omitempty"`
 	// LastConnAttempt is the last connection attempt (accepted or refused)
 	// of the termination: routing_lag_observed ends there. Connections may
 	// be truncated; this is not.
@@ -115,4 +155,7 @@ type Termination struct {
 	// Connections are the accepts and refusals seen during the termination,
 	// bounded (the oldest are kept) for the timeline page.
 	Connections []ConnPoint `json:"connections,omitempty"`
+	// Sources are the node-local tasks that connected during the
+	// termination, bounded, in order of first sight.
+	Sources []Source `json:"sources,omitempty"`
 }

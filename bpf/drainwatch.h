@@ -24,6 +24,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* TCP states (include/net/tcp_states.h): stable kernel ABI. */
 enum {
 	DW_TCP_ESTABLISHED = 1,
+	DW_TCP_SYN_SENT = 2,
 	DW_TCP_SYN_RECV = 3,
 	DW_TCP_FIN_WAIT1 = 4,
 	DW_TCP_TIME_WAIT = 6,
@@ -46,6 +47,14 @@ enum event_type {
 	EV_CONN_CLOSED_INFLIGHT = 8,
 };
 
+/* What made a connection in flight: same numbers as collector.InflightKind. */
+enum inflight_kind {
+	INFLIGHT_NONE = 0,
+	INFLIGHT_REQUEST = 1,
+	INFLIGHT_UNREAD = 2,
+	INFLIGHT_STREAM = 3,
+};
+
 /* Close causes: same numbers as collector.CloseCause. */
 enum close_cause {
 	CAUSE_SIGKILL = 1,
@@ -59,6 +68,7 @@ struct event {
 	__u64 ts_ns;       /* bpf_ktime_get_ns: CLOCK_MONOTONIC */
 	__u64 cgroup_id;
 	__u64 cookie;      /* socket cookie, 0 when no socket exists */
+	__u64 sender_cgroup; /* signal sender's, or the node-local connecting task's */
 	__u32 netns;
 	__u32 pid;         /* tgid */
 	__u32 tid;
@@ -75,7 +85,8 @@ struct event {
 	__u8 type;
 	__u8 cause;
 	__u8 target_init;
-	__u8 pad[7];
+	__u8 inflight;     /* enum inflight_kind, for EV_CONN_CLOSED_INFLIGHT */
+	__u8 pad[6];
 	char comm[16];
 	char sender_comm[16];
 };
@@ -92,11 +103,11 @@ struct scope_key {
 	__u32 pad;
 };
 
-/* Per accepted connection in a watched scope: whether the last data the
- * server moved was a read of request bytes (not yet answered). */
+/* Per accepted connection in a watched scope: what bpf/inflight.h needs to
+ * decide at teardown whether a request or stream was in flight. */
 struct conn {
 	__u64 cookie;
-	__u8 unanswered;
+	__u8 unanswered;   /* request bytes read after the server's last send */
 	__u8 pad[7];
 };
 
@@ -120,14 +131,74 @@ struct {
 	__type(value, __u64);
 } lost SEC(".maps");
 
-/* Keyed by the struct sock address: the only identity every hook sees. LRU
- * so connections whose teardown we miss cannot fill it. */
+/* Keyed by the struct sock address: the only identity every hook sees. A
+ * plain hash, not an LRU: an LRU would evict a live connection silently,
+ * and every accepted connection passes a teardown state that deletes its
+ * entry. When it is full a new connection goes untracked and conn_full
+ * counts it, so user space can mark the terminations it may touch. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536);
 	__type(key, __u64);
 	__type(value, struct conn);
 } conns SEC(".maps");
+
+/* Accepted connections not tracked because conns was full, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} conn_full SEC(".maps");
+
+/* Node-local connection sources (bpf/sources.h): the watched pods'
+ * addresses, and recent connects to them by tasks of this node. */
+struct addr_key {
+	__u8 a[16]; /* IPv4 in the first 4 bytes, the rest zero */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct addr_key);
+	__type(value, __u8);
+} local_dsts SEC(".maps");
+
+/* A few sockets per (source, pod address, pod port): the kubelet may run a
+ * readiness and a liveness probe on the same port at the same moment. The
+ * oldest slot is overwritten; a stale one is told apart by its port. */
+#define SYN_SLOTS 4
+
+struct syn_key {
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u16 dport; /* host byte order */
+	__u16 pad;
+	__u32 pad2;
+};
+
+struct syn_slot {
+	__u64 sk;
+	__u64 cgroup;
+	__u32 pid;
+	__u32 pad;
+	char comm[16];
+};
+
+struct syn_slots {
+	struct syn_slot s[SYN_SLOTS];
+	__u32 next;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct syn_key);
+	__type(value, struct syn_slots);
+} local_syns SEC(".maps");
+
+
 
 /* Set by `drainwatch trace` without filters; the verifier prunes the map
  * lookups when it is false at load time. */

@@ -12,6 +12,7 @@
  * a socket sends attribute by the socket's, and carry the sending process
  * when its owner sent them (see sent_by_owner). */
 #include "drainwatch.h"
+#include "sources.h"
 
 #define TCP_FLAG_RST 0x04
 #define TCP_FLAG_SYN 0x02
@@ -77,6 +78,7 @@ static __always_inline void no_socket(const struct sk_buff *skb, __u32 reason, b
 	e->type = syn && reason == RST_REASON_NO_SOCKET ? EV_REFUSED : EV_RESET;
 	e->netns = netns;
 	e->reason = reason;
+	local_source(e);
 	event_submit(e);
 }
 

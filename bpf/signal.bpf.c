@@ -31,6 +31,7 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info,
 	e->target_init = is_ns_init(task);
 	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
 	e->sender_pid = bpf_get_current_pid_tgid() >> 32;
+	e->sender_cgroup = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(e->sender_comm, sizeof(e->sender_comm));
 	event_submit(e);
 	return 0;

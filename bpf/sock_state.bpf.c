@@ -8,6 +8,8 @@
  * connection by its owner (close, or exit closing its files) runs in the
  * owner's context, which is why the close cause can be read from current. */
 #include "drainwatch.h"
+#include "inflight.h"
+#include "sources.h"
 
 /* Gives struct event a BTF entry, for bpf2go -type event. */
 const struct event *unused_event __attribute__((unused));
@@ -39,17 +41,12 @@ static __always_inline void track_conn(const struct sock *sk, __u64 cookie)
 {
 	__u64 key = (__u64)sk;
 	struct conn c = { .cookie = cookie };
-	bpf_map_update_elem(&conns, &key, &c, BPF_ANY);
-}
-
-/* Bytes received but not yet read by the server. rcv_nxt counts a received
- * FIN as one sequence number, which copied_seq only passes once the server
- * has read EOF: in CLOSE_WAIT a difference of 1 is that FIN, not data. */
-static __always_inline bool unread_bytes(const struct sock *sk, int oldstate)
-{
-	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
-	__u32 diff = BPF_CORE_READ(tp, rcv_nxt) - BPF_CORE_READ(tp, copied_seq);
-	return oldstate == DW_TCP_CLOSE_WAIT ? diff > 1 : diff > 0;
+	if (bpf_map_update_elem(&conns, &key, &c, BPF_ANY) == 0)
+		return;
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&conn_full, &zero);
+	if (n)
+		(*n)++;
 }
 
 /* Why the owner is tearing the connection down: dying of SIGKILL, of another
@@ -65,13 +62,25 @@ static __always_inline __u8 close_cause(void)
 	return sig ? CAUSE_SIGNAL : CAUSE_CLOSE;
 }
 
-static __always_inline void teardown(const struct sock *sk, int oldstate)
+/* Whether the application ever accepted the connection: a child still in
+ * its listener's accept queue has no struct socket yet. A listener that
+ * closes resets those children (inet_csk_listen_stop): the clients see
+ * ECONNRESET although the kernel had completed their handshakes. */
+static __always_inline bool never_accepted(const struct sock *sk)
+{
+	return BPF_CORE_READ(sk, sk_socket) == NULL;
+}
+
+/* The end of an accepted connection: reported when a request or stream was
+ * in flight (conn_inflight), or when the connection dies in its listener's
+ * accept queue, which the client sees as a reset whatever it had sent. */
+static __always_inline void teardown(const struct sock *sk, int oldstate, int newstate)
 {
 	__u64 key = (__u64)sk;
 	struct conn *c = bpf_map_lookup_elem(&conns, &key);
 	if (!c)
 		return;
-	bool unanswered = c->unanswered;
+	__u8 inflight = conn_inflight(c, sk, oldstate);
 	__u64 cookie = c->cookie;
 	bpf_map_delete_elem(&conns, &key);
 	/* A reset from the peer or a timeout sets sk_err before the state
@@ -80,7 +89,7 @@ static __always_inline void teardown(const struct sock *sk, int oldstate)
 	 * not. */
 	if (BPF_CORE_READ(sk, sk_err))
 		return;
-	if (!unanswered && !unread_bytes(sk, oldstate))
+	if (inflight == INFLIGHT_NONE && !(newstate == DW_TCP_CLOSE && never_accepted(sk)))
 		return;
 	struct event *e = event_reserve(EV_CONN_CLOSED_INFLIGHT);
 	if (!e)
@@ -88,6 +97,7 @@ static __always_inline void teardown(const struct sock *sk, int oldstate)
 	e->netns = sock_netns(sk);
 	e->cookie = cookie;
 	e->cause = close_cause();
+	e->inflight = inflight;
 	full_sock_addrs(e, sk);
 	event_current(e);
 	event_submit(e);
@@ -102,7 +112,11 @@ int BPF_PROG(sock_state, const struct sock *sk, const int oldstate, const int ne
 		/* Only TCP sockets are ever in conns: no protocol check needed. */
 		if (newstate == DW_TCP_FIN_WAIT1 || newstate == DW_TCP_LAST_ACK ||
 		    newstate == DW_TCP_CLOSE)
-			teardown(sk, oldstate);
+			teardown(sk, oldstate, newstate);
+		return 0;
+	}
+	if (oldstate == DW_TCP_CLOSE && newstate == DW_TCP_SYN_SENT) {
+		local_connect(sk);
 		return 0;
 	}
 	__u8 type = 0;
@@ -120,8 +134,18 @@ int BPF_PROG(sock_state, const struct sock *sk, const int oldstate, const int ne
 	if (!netns_watched(netns))
 		return 0;
 	__u64 cookie = bpf_get_socket_cookie((void *)sk);
-	if (type == EV_ACCEPT)
-		track_conn(sk, cookie);
-	emit_sock(sk, type, netns, cookie);
+	if (type != EV_ACCEPT) {
+		emit_sock(sk, type, netns, cookie);
+		return 0;
+	}
+	track_conn(sk, cookie);
+	struct event *e = event_reserve(type);
+	if (!e)
+		return 0;
+	e->netns = netns;
+	e->cookie = cookie;
+	full_sock_addrs(e, sk);
+	local_source(e);
+	event_submit(e);
 	return 0;
 }

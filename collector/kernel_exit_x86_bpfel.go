@@ -13,6 +13,11 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type exitAddrKey struct {
+	_ structs.HostLayout
+	A [16]uint8
+}
+
 type exitConn struct {
 	_          structs.HostLayout
 	Cookie     uint64
@@ -27,12 +32,38 @@ type exitScopeKey struct {
 	Pad  uint32
 }
 
+type exitSynKey struct {
+	_     structs.HostLayout
+	Saddr [16]uint8
+	Daddr [16]uint8
+	Dport uint16
+	Pad   uint16
+	Pad2  uint32
+}
+
+type exitSynSlots struct {
+	_ structs.HostLayout
+	S [4]struct {
+		_      structs.HostLayout
+		Sk     uint64
+		Cgroup uint64
+		Pid    uint32
+		Pad    uint32
+		Comm   [16]int8
+	}
+	Next uint32
+	Pad  uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	exitMapConnFull         = "conn_full"
 	exitMapConns            = "conns"
 	exitMapEvents           = "events"
+	exitMapLocalDsts        = "local_dsts"
+	exitMapLocalSyns        = "local_syns"
 	exitMapLost             = "lost"
 	exitMapScopes           = "scopes"
 	exitProgProcessExit     = "process_exit"
@@ -90,10 +121,13 @@ type exitProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type exitMapSpecs struct {
-	Conns  *ebpf.MapSpec `ebpf:"conns"`
-	Events *ebpf.MapSpec `ebpf:"events"`
-	Lost   *ebpf.MapSpec `ebpf:"lost"`
-	Scopes *ebpf.MapSpec `ebpf:"scopes"`
+	ConnFull  *ebpf.MapSpec `ebpf:"conn_full"`
+	Conns     *ebpf.MapSpec `ebpf:"conns"`
+	Events    *ebpf.MapSpec `ebpf:"events"`
+	LocalDsts *ebpf.MapSpec `ebpf:"local_dsts"`
+	LocalSyns *ebpf.MapSpec `ebpf:"local_syns"`
+	Lost      *ebpf.MapSpec `ebpf:"lost"`
+	Scopes    *ebpf.MapSpec `ebpf:"scopes"`
 }
 
 // exitVariableSpecs contains global variables before they are loaded into the kernel.
@@ -123,16 +157,22 @@ func (o *exitObjects) Close() error {
 //
 // It can be passed to loadExitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type exitMaps struct {
-	Conns  *ebpf.Map `ebpf:"conns"`
-	Events *ebpf.Map `ebpf:"events"`
-	Lost   *ebpf.Map `ebpf:"lost"`
-	Scopes *ebpf.Map `ebpf:"scopes"`
+	ConnFull  *ebpf.Map `ebpf:"conn_full"`
+	Conns     *ebpf.Map `ebpf:"conns"`
+	Events    *ebpf.Map `ebpf:"events"`
+	LocalDsts *ebpf.Map `ebpf:"local_dsts"`
+	LocalSyns *ebpf.Map `ebpf:"local_syns"`
+	Lost      *ebpf.Map `ebpf:"lost"`
+	Scopes    *ebpf.Map `ebpf:"scopes"`
 }
 
 func (m *exitMaps) Close() error {
 	return _ExitClose(
+		m.ConnFull,
 		m.Conns,
 		m.Events,
+		m.LocalDsts,
+		m.LocalSyns,
 		m.Lost,
 		m.Scopes,
 	)

@@ -13,6 +13,11 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type inflightAddrKey struct {
+	_ structs.HostLayout
+	A [16]uint8
+}
+
 type inflightConn struct {
 	_          structs.HostLayout
 	Cookie     uint64
@@ -27,12 +32,38 @@ type inflightScopeKey struct {
 	Pad  uint32
 }
 
+type inflightSynKey struct {
+	_     structs.HostLayout
+	Saddr [16]uint8
+	Daddr [16]uint8
+	Dport uint16
+	Pad   uint16
+	Pad2  uint32
+}
+
+type inflightSynSlots struct {
+	_ structs.HostLayout
+	S [4]struct {
+		_      structs.HostLayout
+		Sk     uint64
+		Cgroup uint64
+		Pid    uint32
+		Pad    uint32
+		Comm   [16]int8
+	}
+	Next uint32
+	Pad  uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	inflightMapConnFull  = "conn_full"
 	inflightMapConns     = "conns"
 	inflightMapEvents    = "events"
+	inflightMapLocalDsts = "local_dsts"
+	inflightMapLocalSyns = "local_syns"
 	inflightMapLost      = "lost"
 	inflightMapScopes    = "scopes"
 	inflightProgSockRecv = "sock_recv"
@@ -90,10 +121,13 @@ type inflightProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type inflightMapSpecs struct {
-	Conns  *ebpf.MapSpec `ebpf:"conns"`
-	Events *ebpf.MapSpec `ebpf:"events"`
-	Lost   *ebpf.MapSpec `ebpf:"lost"`
-	Scopes *ebpf.MapSpec `ebpf:"scopes"`
+	ConnFull  *ebpf.MapSpec `ebpf:"conn_full"`
+	Conns     *ebpf.MapSpec `ebpf:"conns"`
+	Events    *ebpf.MapSpec `ebpf:"events"`
+	LocalDsts *ebpf.MapSpec `ebpf:"local_dsts"`
+	LocalSyns *ebpf.MapSpec `ebpf:"local_syns"`
+	Lost      *ebpf.MapSpec `ebpf:"lost"`
+	Scopes    *ebpf.MapSpec `ebpf:"scopes"`
 }
 
 // inflightVariableSpecs contains global variables before they are loaded into the kernel.
@@ -123,16 +157,22 @@ func (o *inflightObjects) Close() error {
 //
 // It can be passed to loadInflightObjects or ebpf.CollectionSpec.LoadAndAssign.
 type inflightMaps struct {
-	Conns  *ebpf.Map `ebpf:"conns"`
-	Events *ebpf.Map `ebpf:"events"`
-	Lost   *ebpf.Map `ebpf:"lost"`
-	Scopes *ebpf.Map `ebpf:"scopes"`
+	ConnFull  *ebpf.Map `ebpf:"conn_full"`
+	Conns     *ebpf.Map `ebpf:"conns"`
+	Events    *ebpf.Map `ebpf:"events"`
+	LocalDsts *ebpf.Map `ebpf:"local_dsts"`
+	LocalSyns *ebpf.Map `ebpf:"local_syns"`
+	Lost      *ebpf.Map `ebpf:"lost"`
+	Scopes    *ebpf.Map `ebpf:"scopes"`
 }
 
 func (m *inflightMaps) Close() error {
 	return _InflightClose(
+		m.ConnFull,
 		m.Conns,
 		m.Events,
+		m.LocalDsts,
+		m.LocalSyns,
 		m.Lost,
 		m.Scopes,
 	)

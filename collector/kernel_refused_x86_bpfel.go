@@ -13,6 +13,11 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type refusedAddrKey struct {
+	_ structs.HostLayout
+	A [16]uint8
+}
+
 type refusedConn struct {
 	_          structs.HostLayout
 	Cookie     uint64
@@ -27,12 +32,38 @@ type refusedScopeKey struct {
 	Pad  uint32
 }
 
+type refusedSynKey struct {
+	_     structs.HostLayout
+	Saddr [16]uint8
+	Daddr [16]uint8
+	Dport uint16
+	Pad   uint16
+	Pad2  uint32
+}
+
+type refusedSynSlots struct {
+	_ structs.HostLayout
+	S [4]struct {
+		_      structs.HostLayout
+		Sk     uint64
+		Cgroup uint64
+		Pid    uint32
+		Pad    uint32
+		Comm   [16]int8
+	}
+	Next uint32
+	Pad  uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	refusedMapConnFull          = "conn_full"
 	refusedMapConns             = "conns"
 	refusedMapEvents            = "events"
+	refusedMapLocalDsts         = "local_dsts"
+	refusedMapLocalSyns         = "local_syns"
 	refusedMapLost              = "lost"
 	refusedMapScopes            = "scopes"
 	refusedProgKfreeSkbNoSocket = "kfree_skb_no_socket"
@@ -90,10 +121,13 @@ type refusedProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type refusedMapSpecs struct {
-	Conns  *ebpf.MapSpec `ebpf:"conns"`
-	Events *ebpf.MapSpec `ebpf:"events"`
-	Lost   *ebpf.MapSpec `ebpf:"lost"`
-	Scopes *ebpf.MapSpec `ebpf:"scopes"`
+	ConnFull  *ebpf.MapSpec `ebpf:"conn_full"`
+	Conns     *ebpf.MapSpec `ebpf:"conns"`
+	Events    *ebpf.MapSpec `ebpf:"events"`
+	LocalDsts *ebpf.MapSpec `ebpf:"local_dsts"`
+	LocalSyns *ebpf.MapSpec `ebpf:"local_syns"`
+	Lost      *ebpf.MapSpec `ebpf:"lost"`
+	Scopes    *ebpf.MapSpec `ebpf:"scopes"`
 }
 
 // refusedVariableSpecs contains global variables before they are loaded into the kernel.
@@ -123,16 +157,22 @@ func (o *refusedObjects) Close() error {
 //
 // It can be passed to loadRefusedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type refusedMaps struct {
-	Conns  *ebpf.Map `ebpf:"conns"`
-	Events *ebpf.Map `ebpf:"events"`
-	Lost   *ebpf.Map `ebpf:"lost"`
-	Scopes *ebpf.Map `ebpf:"scopes"`
+	ConnFull  *ebpf.Map `ebpf:"conn_full"`
+	Conns     *ebpf.Map `ebpf:"conns"`
+	Events    *ebpf.Map `ebpf:"events"`
+	LocalDsts *ebpf.Map `ebpf:"local_dsts"`
+	LocalSyns *ebpf.Map `ebpf:"local_syns"`
+	Lost      *ebpf.Map `ebpf:"lost"`
+	Scopes    *ebpf.Map `ebpf:"scopes"`
 }
 
 func (m *refusedMaps) Close() error {
 	return _RefusedClose(
+		m.ConnFull,
 		m.Conns,
 		m.Events,
+		m.LocalDsts,
+		m.LocalSyns,
 		m.Lost,
 		m.Scopes,
 	)

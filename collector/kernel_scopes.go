@@ -23,7 +23,7 @@ const (
 
 // sharedMapNames are defined by every BPF object; the loader creates them
 // once and hands the same maps to every object.
-var sharedMapNames = []string{"scopes", "events", "lost", "conns"}
+var sharedMapNames = []string{"scopes", "events", "lost", "conns", "conn_full", "local_dsts", "local_syns"}
 
 type sharedMaps struct {
 	byName map[string]*ebpf.Map

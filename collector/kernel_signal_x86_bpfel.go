@@ -13,6 +13,11 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type signalAddrKey struct {
+	_ structs.HostLayout
+	A [16]uint8
+}
+
 type signalConn struct {
 	_          structs.HostLayout
 	Cookie     uint64
@@ -27,12 +32,38 @@ type signalScopeKey struct {
 	Pad  uint32
 }
 
+type signalSynKey struct {
+	_     structs.HostLayout
+	Saddr [16]uint8
+	Daddr [16]uint8
+	Dport uint16
+	Pad   uint16
+	Pad2  uint32
+}
+
+type signalSynSlots struct {
+	_ structs.HostLayout
+	S [4]struct {
+		_      structs.HostLayout
+		Sk     uint64
+		Cgroup uint64
+		Pid    uint32
+		Pad    uint32
+		Comm   [16]int8
+	}
+	Next uint32
+	Pad  uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	signalMapConnFull        = "conn_full"
 	signalMapConns           = "conns"
 	signalMapEvents          = "events"
+	signalMapLocalDsts       = "local_dsts"
+	signalMapLocalSyns       = "local_syns"
 	signalMapLost            = "lost"
 	signalMapScopes          = "scopes"
 	signalProgSignalGenerate = "signal_generate"
@@ -88,10 +119,13 @@ type signalProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type signalMapSpecs struct {
-	Conns  *ebpf.MapSpec `ebpf:"conns"`
-	Events *ebpf.MapSpec `ebpf:"events"`
-	Lost   *ebpf.MapSpec `ebpf:"lost"`
-	Scopes *ebpf.MapSpec `ebpf:"scopes"`
+	ConnFull  *ebpf.MapSpec `ebpf:"conn_full"`
+	Conns     *ebpf.MapSpec `ebpf:"conns"`
+	Events    *ebpf.MapSpec `ebpf:"events"`
+	LocalDsts *ebpf.MapSpec `ebpf:"local_dsts"`
+	LocalSyns *ebpf.MapSpec `ebpf:"local_syns"`
+	Lost      *ebpf.MapSpec `ebpf:"lost"`
+	Scopes    *ebpf.MapSpec `ebpf:"scopes"`
 }
 
 // signalVariableSpecs contains global variables before they are loaded into the kernel.
@@ -121,16 +155,22 @@ func (o *signalObjects) Close() error {
 //
 // It can be passed to loadSignalObjects or ebpf.CollectionSpec.LoadAndAssign.
 type signalMaps struct {
-	Conns  *ebpf.Map `ebpf:"conns"`
-	Events *ebpf.Map `ebpf:"events"`
-	Lost   *ebpf.Map `ebpf:"lost"`
-	Scopes *ebpf.Map `ebpf:"scopes"`
+	ConnFull  *ebpf.Map `ebpf:"conn_full"`
+	Conns     *ebpf.Map `ebpf:"conns"`
+	Events    *ebpf.Map `ebpf:"events"`
+	LocalDsts *ebpf.Map `ebpf:"local_dsts"`
+	LocalSyns *ebpf.Map `ebpf:"local_syns"`
+	Lost      *ebpf.Map `ebpf:"lost"`
+	Scopes    *ebpf.Map `ebpf:"scopes"`
 }
 
 func (m *signalMaps) Close() error {
 	return _SignalClose(
+		m.ConnFull,
 		m.Conns,
 		m.Events,
+		m.LocalDsts,
+		m.LocalSyns,
 		m.Lost,
 		m.Scopes,
 	)

@@ -13,6 +13,11 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type sockStateAddrKey struct {
+	_ structs.HostLayout
+	A [16]uint8
+}
+
 type sockStateConn struct {
 	_          structs.HostLayout
 	Cookie     uint64
@@ -25,6 +30,7 @@ type sockStateEvent struct {
 	TsNs         uint64
 	CgroupId     uint64
 	Cookie       uint64
+	SenderCgroup uint64
 	Netns        uint32
 	Pid          uint32
 	Tid          uint32
@@ -41,7 +47,8 @@ type sockStateEvent struct {
 	Type         uint8
 	Cause        uint8
 	TargetInit   uint8
-	Pad          [7]uint8
+	Inflight     uint8
+	Pad          [6]uint8
 	Comm         [16]int8
 	SenderComm   [16]int8
 }
@@ -53,12 +60,38 @@ type sockStateScopeKey struct {
 	Pad  uint32
 }
 
+type sockStateSynKey struct {
+	_     structs.HostLayout
+	Saddr [16]uint8
+	Daddr [16]uint8
+	Dport uint16
+	Pad   uint16
+	Pad2  uint32
+}
+
+type sockStateSynSlots struct {
+	_ structs.HostLayout
+	S [4]struct {
+		_      structs.HostLayout
+		Sk     uint64
+		Cgroup uint64
+		Pid    uint32
+		Pad    uint32
+		Comm   [16]int8
+	}
+	Next uint32
+	Pad  uint32
+}
+
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	sockStateMapConnFull    = "conn_full"
 	sockStateMapConns       = "conns"
 	sockStateMapEvents      = "events"
+	sockStateMapLocalDsts   = "local_dsts"
+	sockStateMapLocalSyns   = "local_syns"
 	sockStateMapLost        = "lost"
 	sockStateMapScopes      = "scopes"
 	sockStateProgSockState  = "sock_state"
@@ -115,10 +148,13 @@ type sockStateProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockStateMapSpecs struct {
-	Conns  *ebpf.MapSpec `ebpf:"conns"`
-	Events *ebpf.MapSpec `ebpf:"events"`
-	Lost   *ebpf.MapSpec `ebpf:"lost"`
-	Scopes *ebpf.MapSpec `ebpf:"scopes"`
+	ConnFull  *ebpf.MapSpec `ebpf:"conn_full"`
+	Conns     *ebpf.MapSpec `ebpf:"conns"`
+	Events    *ebpf.MapSpec `ebpf:"events"`
+	LocalDsts *ebpf.MapSpec `ebpf:"local_dsts"`
+	LocalSyns *ebpf.MapSpec `ebpf:"local_syns"`
+	Lost      *ebpf.MapSpec `ebpf:"lost"`
+	Scopes    *ebpf.MapSpec `ebpf:"scopes"`
 }
 
 // sockStateVariableSpecs contains global variables before they are loaded into the kernel.
@@ -149,16 +185,22 @@ func (o *sockStateObjects) Close() error {
 //
 // It can be passed to loadSockStateObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockStateMaps struct {
-	Conns  *ebpf.Map `ebpf:"conns"`
-	Events *ebpf.Map `ebpf:"events"`
-	Lost   *ebpf.Map `ebpf:"lost"`
-	Scopes *ebpf.Map `ebpf:"scopes"`
+	ConnFull  *ebpf.Map `ebpf:"conn_full"`
+	Conns     *ebpf.Map `ebpf:"conns"`
+	Events    *ebpf.Map `ebpf:"events"`
+	LocalDsts *ebpf.Map `ebpf:"local_dsts"`
+	LocalSyns *ebpf.Map `ebpf:"local_syns"`
+	Lost      *ebpf.Map `ebpf:"lost"`
+	Scopes    *ebpf.Map `ebpf:"scopes"`
 }
 
 func (m *sockStateMaps) Close() error {
 	return _SockStateClose(
+		m.ConnFull,
 		m.Conns,
 		m.Events,
+		m.LocalDsts,
+		m.LocalSyns,
 		m.Lost,
 		m.Scopes,
 	)

@@ -100,6 +100,7 @@ static __always_inline void teardown(const struct sock *sk, int oldstate, int ne
 	e->inflight = inflight;
 	full_sock_addrs(e, sk);
 	event_current(e);
+	local_source(e);
 	event_submit(e);
 }
 

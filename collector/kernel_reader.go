@@ -114,6 +114,9 @@ type KernelStats struct {
 	Dropped uint64
 	// Invalid counts records that did not decode (should stay 0).
 	Invalid uint64
+	// Untracked counts accepted connections the kernel could not track
+	// (its connection map was full): their in-flight state is unknown.
+	Untracked uint64
 }
 
 // Lost is every event the collector failed to deliver, for
@@ -130,7 +133,8 @@ func (k *Kernel) Stats() (KernelStats, error) {
 		s.LostInKernel = *final
 		return s, nil
 	}
-	var err error
-	s.LostInKernel, err = k.maps.lostInKernel()
-	return s, err
+	var lerr, uerr error
+	s.LostInKernel, lerr = k.maps.lostInKernel()
+	s.Untracked, uerr = k.maps.untrackedInKernel()
+	return s, errors.Join(lerr, uerr)
 }

@@ -3,6 +3,7 @@ package collector
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"path/filepath"
 
 	"github.com/cilium/ebpf"
@@ -84,9 +85,23 @@ func (m sharedMaps) close() error {
 
 // lostInKernel sums the per-CPU ring-buffer reserve failures.
 func (m sharedMaps) lostInKernel() (uint64, error) {
+	return m.perCPUSum("lost", "the lost-events counter")
+}
+
+// untrackedInKernel sums the accepted connections the kernel could not
+// track because the connection map was full.
+func (m sharedMaps) untrackedInKernel() (uint64, error) {
+	return m.perCPUSum("conn_full", "the untracked-connections counter")
+}
+
+func (m sharedMaps) perCPUSum(name, what string) (uint64, error) {
+	mp := m.byName[name]
+	if mp == nil {
+		return 0, fmt.Errorf("reading %s: map %s not loaded", what, name)
+	}
 	var perCPU []uint64
-	if err := m.lost.Lookup(uint32(0), &perCPU); err != nil {
-		return 0, fmt.Errorf("reading the lost-events counter: %w", err)
+	if err := mp.Lookup(uint32(0), &perCPU); err != nil {
+		return 0, fmt.Errorf("reading %s: %w", what, err)
 	}
 	var sum uint64
 	for _, n := range perCPU {
@@ -109,6 +124,41 @@ func (k *Kernel) WatchCgroup(id uint64) error { return k.watch(scopeCgroup, id) 
 
 // UnwatchCgroup stops reporting a cgroup. Unknown ones are ignored.
 func (k *Kernel) UnwatchCgroup(id uint64) error { return k.unwatch(scopeCgroup, id) }
+
+// WatchAddr lists a pod address of this node, so that connections a task
+// of the node opens to it (the kubelet's probes, a node-local proxy) carry
+// that task as their source (Event.SenderPID, SenderComm, SenderCgroup).
+func (k *Kernel) WatchAddr(a netip.Addr) error {
+	key := addrKey(a)
+	if err := k.maps.byName["local_dsts"].Update(&key, uint8(1), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("watching address %s: %w", a, err)
+	}
+	return nil
+}
+
+// UnwatchAddr stops tracking node-local connections to a. Unknown ones are
+// ignored.
+func (k *Kernel) UnwatchAddr(a netip.Addr) error {
+	key := addrKey(a)
+	err := k.maps.byName["local_dsts"].Delete(&key)
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return fmt.Errorf("unwatching address %s: %w", a, err)
+	}
+	return nil
+}
+
+// addrKey lays an address out as struct addr_key: IPv4 (also IPv4-mapped
+// IPv6) in the first four bytes.
+func addrKey(a netip.Addr) [16]byte {
+	var key [16]byte
+	a = a.Unmap()
+	if a.Is4() {
+		b := a.As4()
+		copy(key[:], b[:])
+		return key
+	}
+	return a.As16()
+}
 
 func (k *Kernel) watch(kind uint32, id uint64) error {
 	key := scopeKey{Id: id, Kind: kind}

@@ -36,8 +36,11 @@ func (c *Correlator) Pod(u collector.PodUpdate) {
 	if !u.Pod.DeletionTimestamp.IsZero() {
 		c.deletionSeen(p, u.Seen, firstSight)
 	}
-	if p.Term != nil {
-		identify(&p.Term.T, p.Pod)
+	if t := p.Term; t != nil {
+		identify(&t.T, p.Pod)
+		if !t.T.Marks.StopSignal.IsZero() {
+			t.T.StopSignalAPI = apiStopSignal(p.Pod, t.StopContainer)
+		}
 	}
 }
 

@@ -216,7 +216,7 @@ func TestTwoContainersOwnStopSignals(t *testing.T) {
 	})
 	c.BindCgroup(podA, "proxy", cgB)
 	feed(c, []any{
-		signal(cgB, initPID+10, 15, true, "envoy", ms(0)), // not the proxy's stop signal
+		fromContainer(signal(cgB, initPID+10, 15, true, "envoy", ms(0)), cgA), // a process of the pod: not the runtime
 		signal(cgB, initPID+10, 3, true, "envoy", ms(1)),
 		signal(cgA, initPID, 15, true, "server", ms(2)),
 		exited(cgA, initPID, 0, 0, true, ms(1000)),

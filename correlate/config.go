@@ -30,6 +30,10 @@ type Config struct {
 	// PreStopMargin is added to the observed routing convergence when
 	// suggesting a preStop sleep (rounded up to whole seconds).
 	PreStopMargin time.Duration
+	// ProbeComms are the command names of this node's kubelet: connections
+	// a node-local task of one of these names opens to a pod are probes,
+	// kept out of the client counts. Default: "kubelet".
+	ProbeComms []string
 }
 
 // DefaultConfig returns the defaults every zero field of a Config takes.
@@ -42,6 +46,7 @@ func DefaultConfig() Config {
 		MinDrainDelay: time.Second,
 		BudgetMargin:  time.Second,
 		PreStopMargin: 500 * time.Millisecond,
+		ProbeComms:    []string{"kubelet"},
 	}
 }
 
@@ -53,6 +58,9 @@ func (c Config) withDefaults() Config {
 	setDuration(&c.MinDrainDelay, d.MinDrainDelay)
 	setDuration(&c.BudgetMargin, d.BudgetMargin)
 	setDuration(&c.PreStopMargin, d.PreStopMargin)
+	if len(c.ProbeComms) == 0 {
+		c.ProbeComms = d.ProbeComms
+	}
 	if c.MaxConnPoints <= 0 {
 		c.MaxConnPoints = d.MaxConnPoints
 	}

@@ -16,12 +16,13 @@ const (
 	OutcomeRefused          = "refused"            // connections refused (before or after the stop signal)
 	OutcomeKilled           = "killed"             // requests killed by SIGKILL
 	OutcomeRefusedAndKilled = "refused_and_killed" // both
+	OutcomeReset            = "reset"              // only connections reset by the shutdown
 	OutcomePartial          = "partial"            // nothing lost as far as the incomplete view shows
 )
 
 // Outcomes lists every Outcome value, for metrics initialisation and docs.
 func Outcomes() []string {
-	return []string{OutcomeClean, OutcomeRefused, OutcomeKilled, OutcomeRefusedAndKilled, OutcomePartial}
+	return []string{OutcomeClean, OutcomeRefused, OutcomeKilled, OutcomeRefusedAndKilled, OutcomeReset, OutcomePartial}
 }
 
 // outcomeOf names the loss first: a partial view still proves what it saw.
@@ -35,6 +36,8 @@ func outcomeOf(t Termination) string {
 		return OutcomeRefused
 	case killed:
 		return OutcomeKilled
+	case t.Counts.ConnectionsResetAtShutdown > 0:
+		return OutcomeReset
 	case t.Partial:
 		return OutcomePartial
 	}
@@ -48,8 +51,8 @@ func diagnose(t Termination, prestopMessage string, cfg Config) []Diagnosis {
 	ignored := stopSignalIgnored(t)
 	for _, d := range []*Diagnosis{
 		listenerClosedEarly(t, cfg), noDrainDelay(t, cfg), ignoredDiagnosis(t, ignored),
-		graceExceeded(t, ignored), requestsKilled(t, ignored), prestopFailed(t, prestopMessage),
-		budgetTooSmall(t, ignored, cfg),
+		graceExceeded(t, ignored), requestsKilled(t, ignored), streamsKilled(t), shutdownResets(t),
+		prestopFailed(t, prestopMessage), budgetTooSmall(t, ignored, cfg), stopSignalMismatch(t),
 	} {
 		if d != nil {
 			ds = append(ds, *d)
@@ -186,4 +189,41 @@ func budgetTooSmall(t Termination, ignored bool, cfg Config) *Diagnosis {
 		Message: fmt.Sprintf("preStop %s + drain %s + margin %s = %s > grace period %s",
 			secs(prestop), secs(drain), secs(cfg.BudgetMargin), secs(need), secs(t.GracePeriod)),
 		Fix: fmt.Sprintf("set terminationGracePeriodSeconds ≥ %d", int(math.Ceil(need.Seconds())))}
+}
+
+// streamsKilled: open HTTP/2 or gRPC streams cut by SIGKILL. A stream that
+// never ends by itself ends only when the server ends it.
+func streamsKilled(t Termination) *Diagnosis {
+	n := t.Counts.StreamsKilledBySigkill
+	if n == 0 {
+		return nil
+	}
+	return &Diagnosis{Code: DiagStreamsKilled,
+		Message: fmt.Sprintf("SIGKILL cut %d open streams (HTTP/2 or gRPC) the server had not ended", n),
+		Fix:     "end long-lived streams at the stop signal (gRPC GracefulStop with a deadline, HTTP/2 GOAWAY) well within the grace period; clients reconnect"}
+}
+
+// shutdownResets: connections the shutdown itself reset while the server
+// was alive.
+func shutdownResets(t Termination) *Diagnosis {
+	n := t.Counts.ConnectionsResetAtShutdown
+	if n == 0 {
+		return nil
+	}
+	return &Diagnosis{Code: DiagShutdownResets,
+		Message: fmt.Sprintf("the shutdown reset %d connections while the server was alive: accepted but not yet served when the listener closed, or closed with a request unanswered", n),
+		Fix:     "keep accepting until routing has converged (preStop sleep), then stop accepting and answer every request already accepted before closing its connection (e.g. Go's http.Server.Shutdown)"}
+}
+
+// stopSignalMismatch: the runtime sent another signal than the one the API
+// names (an image STOPSIGNAL overridden, a runtime that ignores
+// lifecycle.stopSignal).
+func stopSignalMismatch(t Termination) *Diagnosis {
+	if t.StopSignalAPI == 0 || t.StopSignal == 0 || t.StopSignalAPI == t.StopSignal {
+		return nil
+	}
+	return &Diagnosis{Code: DiagStopSignalMismatch,
+		Message: fmt.Sprintf("the container received %s as its stop signal, but the API names %s",
+			collector.SignalName(t.StopSignal), collector.SignalName(t.StopSignalAPI)),
+		Fix: "check the runtime's stop-signal precedence (lifecycle.stopSignal > image STOPSIGNAL > SIGTERM) and that the server handles the signal it actually gets"}
 }

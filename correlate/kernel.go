@@ -78,13 +78,13 @@ func (c *Correlator) dispatch(p *podState, container string, e *collector.Event)
 	case collector.EventRefused:
 		c.refused(p.Term, e)
 	case collector.EventReset:
-		resetAtExit(p.Term, e)
+		c.reset(p.Term, e)
 	case collector.EventSignal:
 		c.signal(p, container, e)
 	case collector.EventExit:
 		exit(p.Term, container, e)
 	case collector.EventConnClosedInflight:
-		inflightClosed(p.Term, e)
+		c.connClosed(p.Term, e)
 	}
 }
 
@@ -96,6 +96,9 @@ func (c *Correlator) replayEarly(p *podState) {
 	floor := m.DeleteRequested
 	if floor.IsZero() {
 		floor = m.DeletionSeen.Add(-c.cfg.SignalLead)
+	}
+	if !p.Early.Overwritten.Before(floor) {
+		p.Term.EarlyOverflow = true
 	}
 	for _, e := range p.Early.drain() {
 		switch {
@@ -113,9 +116,19 @@ func (c *Correlator) replayEarly(p *podState) {
 }
 
 func (c *Correlator) accept(p *podState, e *collector.Event) {
+	src := c.sourceOf(e)
+	t := p.Term
+	noteSource(t, src, false)
+	if src.probe {
+		// The kubelet's probe: not a sign that routing still sends
+		// traffic, so neither last_accept nor the accept counts move.
+		if t != nil {
+			c.point(t, e.Time, false, true)
+		}
+		return
+	}
 	p.LastAccept = e.Time
 	p.Accepts.push(e.Time)
-	t := p.Term
 	if t == nil {
 		return
 	}
@@ -152,17 +165,26 @@ func listenClose(p *podState, e *collector.Event) {
 // deletion_seen and the stop signal. While no stop signal has been seen a
 // refusal is unclassified: it becomes "before" when the stop signal comes;
 // if it never does, evaluate decides. Refusals before the termination are
-// kept in Early by Kernel and classified when deletion_seen is known.
+// kept in Early by Kernel and classified when deletion_seen is known. The
+// kubelet's probes are counted apart and never as client attempts.
 func (c *Correlator) refused(t *termState, e *collector.Event) {
 	if t == nil {
 		return
 	}
 	stop := t.T.Marks.StopSignal
-	switch {
-	case !stop.IsZero() && !e.Time.Before(stop):
-		t.T.Counts.RefusedAfterSigterm++
-	case t.Tentative || e.Time.Before(deletionStart(t)):
+	afterStop := !stop.IsZero() && !e.Time.Before(stop)
+	if !afterStop && (t.Tentative || e.Time.Before(deletionStart(t))) {
 		return
+	}
+	src := c.sourceOf(e)
+	noteSource(t, src, true)
+	switch {
+	case src.probe:
+		t.T.Counts.ProbeRefused++
+		c.point(t, e.Time, true, true)
+		return
+	case afterStop:
+		t.T.Counts.RefusedAfterSigterm++
 	case !stop.IsZero():
 		t.T.Counts.RefusedBeforeSigterm++
 	default:
@@ -186,8 +208,13 @@ func (c *Correlator) attempt(t *termState, at time.Time, refused bool) {
 	if at.After(t.T.LastConnAttempt) {
 		t.T.LastConnAttempt = at
 	}
+	c.point(t, at, refused, false)
+}
+
+// point adds a connection attempt to the timeline page's points (bounded).
+func (c *Correlator) point(t *termState, at time.Time, refused, probe bool) {
 	if len(t.T.Connections) < c.cfg.MaxConnPoints {
-		t.T.Connections = append(t.T.Connections, ConnPoint{Time: at, Refused: refused})
+		t.T.Connections = append(t.T.Connections, ConnPoint{Time: at, Refused: refused, Probe: probe})
 	}
 }
 

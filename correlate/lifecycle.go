@@ -20,6 +20,15 @@ const (
 	minStopGrace         = 2 * time.Second // the kubelet's floor for the stop budget
 )
 
+// HostNetwork marks a pod that runs in the node's network namespace: its
+// sockets cannot be told from the node's, so its terminations are partial.
+func (c *Correlator) HostNetwork(podUID string) {
+	if _, done := c.done[podUID]; done || podUID == "" {
+		return
+	}
+	c.pod(podUID).HostNet = true
+}
+
 // KernelGap records a span in which kernel events were lost or not
 // collected (ring buffer full, a probe unavailable, the daemon down).
 // Terminations overlapping it are partial with that reason. Open listeners
@@ -161,17 +170,31 @@ func (c *Correlator) markPartial(p *podState, t *Termination, final bool) (blind
 		addPartial(t, PartialStartedLate)
 		blind = true
 	}
+	if ts.EarlyOverflow {
+		addPartial(t, PartialEarlyOverflow)
+		blind = true
+	}
+	if p.HostNet {
+		addPartial(t, PartialHostNetwork)
+	} else if final && ts.Ran && p.NetnsIno == 0 {
+		addPartial(t, PartialNetnsUnbound)
+	}
 	for _, g := range c.gaps {
 		if overlaps(g, startOf(*t), c.end(p)) {
 			addPartial(t, g.Reason)
 			blind = true
 		}
 	}
+	if final && ts.Ran && t.Marks.StopSignal.IsZero() {
+		// Without an exit the kernel may have missed the stop signal: the
+		// refusals must not leave the headline count. With one, the server
+		// stopped before any stop signal came (a preStop that killed it, a
+		// crash): its refusals were before the stop signal, and the record
+		// still says that no stop signal was seen.
+		addPartial(t, PartialNoStopSignal)
+		blind = blind || t.Marks.Exit.IsZero()
+	}
 	if final && ts.Ran && t.Marks.Exit.IsZero() {
-		if t.Marks.StopSignal.IsZero() {
-			addPartial(t, PartialNoStopSignal)
-			blind = true
-		}
 		addPartial(t, PartialNoExit)
 	}
 	return blind

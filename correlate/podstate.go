@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/drainwatch/drainwatch/collector"
@@ -20,6 +21,9 @@ type podState struct {
 	NetnsIno   uint32            `json:"netns,omitempty"`
 	Cgroups    map[string]uint64 `json:"cgroups,omitempty"` // container name → cgroup id
 	KernelSeen bool              `json:"kernel_seen,omitempty"`
+	// HostNet is set for a pod in the node's network namespace: its socket
+	// events cannot be told from the node's, so they are not watched.
+	HostNet bool `json:"host_net,omitempty"`
 
 	Listeners  listenerSet `json:"listeners"`
 	LastAccept time.Time   `json:"last_accept,omitzero"`
@@ -66,9 +70,18 @@ type termState struct {
 	AcceptedAfterStop map[uint64]bool `json:"accepted_after_stop,omitempty"`
 	// Settled holds cookies already counted as killed or reset, so a
 	// connection (a multiplexed one too) counts once.
-	Settled    map[uint64]bool `json:"settled,omitempty"`
-	ExitedPIDs map[uint32]bool `json:"exited_pids,omitempty"`
-	InitExited map[string]bool `json:"init_exited,omitempty"` // container name → exited
+	Settled map[uint64]bool `json:"settled,omitempty"`
+	// ResetRemotes holds the clients whose connections the shutdown reset,
+	// so a client's later segments meeting no socket count once.
+	ResetRemotes map[netip.AddrPort]bool `json:"reset_remotes,omitempty"`
+	// StopContainer is the container whose init got the stop signal ("" when
+	// its cgroup was not bound), for the API cross-check.
+	StopContainer string `json:"stop_container,omitempty"`
+	// EarlyOverflow is set when events that may belong to the termination
+	// were dropped from the pod's Early ring before it began.
+	EarlyOverflow bool            `json:"early_overflow,omitempty"`
+	ExitedPIDs    map[uint32]bool `json:"exited_pids,omitempty"`
+	InitExited    map[string]bool `json:"init_exited,omitempty"` // container name → exited
 	// SawInitExit is set by any container init exit, attributed to a
 	// container or not.
 	SawInitExit bool `json:"saw_init_exit,omitempty"`
@@ -105,14 +118,6 @@ func (l *listenerSet) close(cookie uint64) (last bool) {
 	}
 	delete(l.Open, cookie)
 	return l.Complete && len(l.Open) == 0
-}
-
-// stopSignalOf is the signal the runtime sends to stop a container.
-func stopSignalOf(c collector.Container) uint32 {
-	if c.StopSignal != 0 {
-		return c.StopSignal
-	}
-	return sigterm
 }
 
 const (

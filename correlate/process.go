@@ -1,12 +1,19 @@
 package correlate
 
-import "github.com/drainwatch/drainwatch/collector"
+import (
+	"net/netip"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
 
 // signal handles a signal generated to a task of the pod. The stop signal
-// is the first one matching the container's stop signal sent to the
-// container's init (PID 1 of its PID namespace): the runtime sends it once,
-// to init only. A signal forwarded to workers by a forking server is not
-// it. SIGKILL counts to any task of the pod when it kills a running one.
+// is the first signal other than SIGKILL that a container's init (PID 1 of
+// its PID namespace) receives from outside the container: whatever the
+// runtime sends (the image's STOPSIGNAL, lifecycle.stopSignal, SIGTERM),
+// whether or not the API names it. Signals a process of the container sends
+// (a preStop `kill`, a server signalling itself) are not it, nor is a
+// signal forwarded to workers. SIGKILL counts to any task of the pod when it
+// kills a running one.
 func (c *Correlator) signal(p *podState, container string, e *collector.Event) {
 	if e.Signal == sigkill {
 		if t := p.Term; t != nil && t.T.Marks.Sigkill.IsZero() && killsRunning(t, e) {
@@ -14,7 +21,7 @@ func (c *Correlator) signal(p *podState, container string, e *collector.Event) {
 		}
 		return
 	}
-	if !e.TargetInit || !isStopSignal(p.Pod, container, e.Signal) {
+	if !e.TargetInit || fromInside(p, e) {
 		return
 	}
 	if p.Term == nil {
@@ -29,9 +36,40 @@ func (c *Correlator) signal(p *podState, container string, e *collector.Event) {
 		t.T.Marks.StopSignal = e.Time
 		t.T.StopSignal = e.Signal
 		t.T.StopSignalTarget = e.Comm.String()
+		t.StopContainer = container
+		t.T.StopSignalAPI = apiStopSignal(p.Pod, container)
 		t.T.Counts.RefusedBeforeSigterm += t.Unclassified
 		t.Unclassified = 0
 	}
+}
+
+// fromInside says whether a process of the pod's own containers sent the
+// signal: the target itself, or a sender in one of the pod's container
+// cgroups. A sender whose cgroup is unknown (0) is taken as outside.
+func fromInside(p *podState, e *collector.Event) bool {
+	if e.SenderPID == e.PID {
+		return true
+	}
+	if e.SenderCgroup == 0 {
+		return false
+	}
+	for _, id := range p.Cgroups {
+		if id == e.SenderCgroup {
+			return true
+		}
+	}
+	return false
+}
+
+// apiStopSignal is the stop signal the API names for the container (any
+// container of the pod when the cgroup did not name one), 0 for none.
+func apiStopSignal(pod collector.Pod, container string) uint32 {
+	for _, ct := range pod.Containers {
+		if (container == "" || ct.Name == container) && ct.StopSignal != 0 {
+			return ct.StopSignal
+		}
+	}
+	return 0
 }
 
 // killsRunning says whether a SIGKILL kills a process that was still
@@ -46,20 +84,6 @@ func (c *Correlator) signal(p *podState, container string, e *collector.Event) {
 func killsRunning(t *termState, e *collector.Event) bool {
 	return e.SenderPID != e.PID && e.SignalResult != collector.SignalIgnored &&
 		!t.ExitedPIDs[e.PID] && !t.ExitedPIDs[e.SenderPID]
-}
-
-// isStopSignal says whether sig stops the container (any container of the
-// pod when the cgroup did not name one).
-func isStopSignal(pod collector.Pod, container string, sig uint32) bool {
-	if len(pod.Containers) == 0 {
-		return sig == sigterm
-	}
-	for _, ct := range pod.Containers {
-		if (container == "" || ct.Name == container) && stopSignalOf(ct) == sig {
-			return true
-		}
-	}
-	return false
 }
 
 // exit records a process exit: any exit makes the resets its closing
@@ -94,35 +118,84 @@ func exit(t *termState, container string, e *collector.Event) {
 	}
 }
 
-// resetAtExit counts a RST sent by a process of the pod after its exit:
-// the kernel resets the connections an exiting process leaves with unread
-// data. The sending task is the exiting one (exit_files runs in do_exit
-// after the exit tracepoint).
-func resetAtExit(t *termState, e *collector.Event) {
-	if t == nil || !t.ExitedPIDs[e.PID] || !settle(t, e.SockCookie) {
+// reset handles a RST the pod's kernel sent. A RST from a socket of the
+// pod sent by a process that has exited is a connection reset at exit (the
+// kernel resets what an exiting process leaves with unread data; the
+// sending task is the exiting one, since exit_files runs after the exit
+// tracepoint). A RST with no socket is handled by resetNoSocket.
+func (c *Correlator) reset(t *termState, e *collector.Event) {
+	if t == nil {
+		return
+	}
+	if e.SockCookie == 0 {
+		c.resetNoSocket(t, e)
+		return
+	}
+	if !t.ExitedPIDs[e.PID] || !settle(t, e.SockCookie) {
 		return
 	}
 	t.T.Counts.ConnectionsResetAtExit++
 }
 
-// inflightClosed counts an accepted connection torn down with a request in
-// flight: killed by SIGKILL, or reset by another exit. It also counts
-// towards inflight_at_stop_signal when it was open at the stop signal
-// (not accepted after it) and closed after it.
-func inflightClosed(t *termState, e *collector.Event) {
-	if t == nil || !settle(t, e.SockCookie) {
+// resetNoSocket counts a RST answering a segment (not a SYN: those are
+// refusals) for which no socket exists, sent after the pod's listener
+// closed while its server is still alive: a handshake the closed listener
+// left half-open, whose client's ACK or first request meets no socket. A
+// client whose connection the shutdown already reset is counted once.
+func (c *Correlator) resetNoSocket(t *termState, e *collector.Event) {
+	closed := t.T.Marks.ListenerClosed
+	if t.Tentative || t.SawInitExit || closed.IsZero() || e.Time.Before(closed) || c.sourceOf(e).probe {
 		return
 	}
+	if resetRemote(t, e.Remote) {
+		t.T.Counts.ConnectionsResetAtShutdown++
+	}
+}
+
+// connClosed counts an accepted connection torn down with a request or
+// stream in flight, or reset in its listener's accept queue
+// (Inflight none): killed by SIGKILL, reset by another exit, or, while the
+// process is alive, reset by the shutdown. In-flight ones open at the stop
+// signal (not accepted after it) and closed after it also count towards
+// inflight_at_stop_signal. The kubelet's probes are not client traffic.
+func (c *Correlator) connClosed(t *termState, e *collector.Event) {
+	if t == nil || c.sourceOf(e).probe || !settle(t, e.SockCookie) {
+		return
+	}
+	inflight := e.Inflight != collector.InflightNone
 	switch {
-	case e.Cause == collector.CauseSigkill:
+	case e.Cause == collector.CauseSigkill && inflight:
 		t.T.Counts.RequestsKilledBySigkill++
-	case e.Cause == collector.CauseSignal || t.ExitedPIDs[e.PID]:
+		if e.Inflight == collector.InflightStream {
+			t.T.Counts.StreamsKilledBySigkill++
+		}
+	case e.Cause == collector.CauseSigkill || e.Cause == collector.CauseSignal || t.ExitedPIDs[e.PID]:
 		t.T.Counts.ConnectionsResetAtExit++
+	default:
+		if resetRemote(t, e.Remote) {
+			t.T.Counts.ConnectionsResetAtShutdown++
+		}
 	}
 	stop := t.T.Marks.StopSignal
-	if !stop.IsZero() && !e.Time.Before(stop) && !t.AcceptedAfterStop[e.SockCookie] {
+	if inflight && !stop.IsZero() && !e.Time.Before(stop) && !t.AcceptedAfterStop[e.SockCookie] {
 		t.T.Counts.InflightAtStopSignal++
 	}
+}
+
+// resetRemote records a client address whose connection the shutdown reset
+// and reports whether it was not recorded yet. Past the bound every reset
+// counts (a client port reused within one termination is rare).
+func resetRemote(t *termState, remote netip.AddrPort) bool {
+	if t.ResetRemotes[remote] {
+		return false
+	}
+	if len(t.ResetRemotes) < maxTrackedCookies {
+		if t.ResetRemotes == nil {
+			t.ResetRemotes = make(map[netip.AddrPort]bool)
+		}
+		t.ResetRemotes[remote] = true
+	}
+	return true
 }
 
 // settle records that a connection has been counted and reports whether it

@@ -81,6 +81,9 @@ func (l *acceptLog) countSince(from time.Time) (n int, complete bool) {
 type eventRing struct {
 	E    []collector.Event `json:"e,omitempty"`
 	Next int               `json:"next,omitempty"`
+	// Overwritten is the time of the newest event the ring had to drop:
+	// a termination that begins at or before it may have lost an event.
+	Overwritten time.Time `json:"overwritten,omitzero"`
 }
 
 const earlySize = 32
@@ -89,6 +92,9 @@ func (r *eventRing) push(e *collector.Event) {
 	if len(r.E) < earlySize {
 		r.E = append(r.E, *e)
 		return
+	}
+	if t := r.E[r.Next].Time; t.After(r.Overwritten) {
+		r.Overwritten = t
 	}
 	r.E[r.Next] = *e
 	r.Next = (r.Next + 1) % earlySize

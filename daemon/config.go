@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -33,6 +34,8 @@ type Kernel interface {
 	UnwatchNetns(ino uint32) error
 	WatchCgroup(id uint64) error
 	UnwatchCgroup(id uint64) error
+	WatchAddr(a netip.Addr) error
+	UnwatchAddr(a netip.Addr) error
 	Stats() (collector.KernelStats, error)
 	Probes() []collector.ProbeStatus
 	Close() error

@@ -46,7 +46,10 @@ func (k *fakeKernel) UnwatchNetns(ino uint32) error {
 	k.set(func() { delete(k.netns, ino) })
 	return nil
 }
-func (k *fakeKernel) WatchCgroup(id uint64) error { k.set(func() { k.cgroups[id] = true }); return nil }
+func (k *fakeKernel) WatchCgroup(id uint64) error  { k.set(func() { k.cgroups[id] = true }); return nil }
+func (k *fakeKernel) WatchAddr(netip.Addr) error   { return nil }
+func (k *fakeKernel) UnwatchAddr(netip.Addr) error { return nil }
+
 func (k *fakeKernel) UnwatchCgroup(id uint64) error {
 	k.set(func() { delete(k.cgroups, id) })
 	return nil

@@ -14,6 +14,7 @@ import (
 type loopCounters struct {
 	lastTick     time.Time
 	lost         uint64
+	untracked    uint64
 	unattributed map[collector.EventType]uint64
 }
 
@@ -114,6 +115,12 @@ func (d *Daemon) accountLost(now time.Time) {
 		d.corr.KernelGap("events_lost", d.counters.lastTick, now)
 		d.log.Warn().Uint64("lost", lost-d.counters.lost).Msg("kernel events lost: overlapping terminations are partial")
 		d.counters.lost = lost
+	}
+	if st.Untracked > d.counters.untracked {
+		d.corr.KernelGap("conn_tracking_full", d.counters.lastTick, now)
+		d.log.Warn().Uint64("untracked", st.Untracked-d.counters.untracked).
+			Msg("the kernel's connection map is full: connections accepted now are not tracked, overlapping terminations are partial")
+		d.counters.untracked = st.Untracked
 	}
 }
 

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"net/netip"
 	"os"
 	"time"
 
@@ -28,6 +29,7 @@ const (
 type binder interface {
 	BindNetns(podUID string, ino uint32)
 	BindCgroup(podUID, container string, cgroupID uint64)
+	HostNetwork(podUID string)
 }
 
 // podScope is what the kernel watches for one pod: its network namespace
@@ -35,6 +37,7 @@ type binder interface {
 type podScope struct {
 	uid        string
 	containers map[string]string // container name → container id
+	ip         netip.Addr        // listed in the kernel's local_dsts while set
 	netns      uint32
 	netnsFile  *os.File          // held: the inode cannot be reused meanwhile
 	hostNet    bool              // the pod uses the node's network namespace
@@ -68,6 +71,7 @@ type scopeSync struct {
 	pods        map[string]*podScope
 	netnsOwner  map[uint32]string // inode → pod UID (inodes are reused)
 	cgroupOwner map[uint64]string
+	addrOwner   map[netip.Addr]string // pod IP → pod UID (IPs are reused)
 	lastScan    time.Time
 	cgroups     map[string][]collector.FoundCgroup // by pod UID, from the last scan
 }
@@ -76,6 +80,7 @@ func newScopeSync(k Kernel, corr binder, root, proc string, log zerolog.Logger) 
 	return &scopeSync{
 		kernel: k, corr: corr, root: root, proc: proc, log: log,
 		pods: make(map[string]*podScope), netnsOwner: make(map[uint32]string), cgroupOwner: make(map[uint64]string),
+		addrOwner: make(map[netip.Addr]string),
 	}
 }
 
@@ -93,6 +98,9 @@ func (s *scopeSync) podUpdate(p collector.Pod, now time.Time) {
 			ps.containers[c.Name] = c.ID
 			s.unwatchCgroup(ps, c.Name) // a restarted container has a new cgroup
 		}
+	}
+	if p.IP.IsValid() && p.IP != ps.ip && !ps.hostNet {
+		s.watchAddr(ps, p.IP)
 	}
 	if ps.pending() {
 		s.sync(now, true)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -40,6 +41,8 @@ func (s *scopeSync) bind(ps *podScope) {
 			file.Close()
 			s.log.Debug().Str("pod_uid", ps.uid).Msg("pod uses the host network: its sockets are not watched")
 			ps.netns, ps.hostNet = ino, true // not watched, but no longer pending
+			s.unwatchAddr(ps)                // the node's own address
+			s.corr.HostNetwork(ps.uid)
 			return
 		}
 		s.holdNetns(ps, file, ino)
@@ -142,6 +145,30 @@ func (s *scopeSync) release(uid string) {
 			s.logErr(s.kernel.UnwatchCgroup(id), uid)
 		}
 	}
+	s.unwatchAddr(ps)
+}
+
+// watchAddr lists the pod's IP in the kernel, so that the kubelet's probes
+// and other node-local connections to it carry their source.
+func (s *scopeSync) watchAddr(ps *podScope, ip netip.Addr) {
+	s.unwatchAddr(ps)
+	if err := s.kernel.WatchAddr(ip); err != nil {
+		s.log.Warn().Err(err).Str("pod_uid", ps.uid).Stringer("ip", ip).Msg("watching pod address: probes to it are counted as clients")
+		return
+	}
+	ps.ip = ip
+	s.addrOwner[ip] = ps.uid
+}
+
+func (s *scopeSync) unwatchAddr(ps *podScope) {
+	if !ps.ip.IsValid() {
+		return
+	}
+	if s.addrOwner[ps.ip] == ps.uid {
+		delete(s.addrOwner, ps.ip)
+		s.logErr(s.kernel.UnwatchAddr(ps.ip), ps.uid)
+	}
+	ps.ip = netip.Addr{}
 }
 
 func (s *scopeSync) logErr(err error, uid string) {

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"errors"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,11 +35,14 @@ func (k *scopeKernel) WatchNetns(ino uint32) error {
 func (k *scopeKernel) UnwatchNetns(ino uint32) error { delete(k.netns, ino); return nil }
 func (k *scopeKernel) WatchCgroup(id uint64) error   { k.cgroups[id] = true; return nil }
 func (k *scopeKernel) UnwatchCgroup(id uint64) error { delete(k.cgroups, id); return nil }
+func (k *scopeKernel) WatchAddr(netip.Addr) error    { return nil }
+func (k *scopeKernel) UnwatchAddr(netip.Addr) error  { return nil }
 
 type nopBinder struct{}
 
 func (nopBinder) BindNetns(string, uint32)          {}
 func (nopBinder) BindCgroup(string, string, uint64) {}
+func (nopBinder) HostNetwork(string)                {}
 
 const scopePod = "0c1d2e3f-0000-4000-8000-00000000000a"
 

@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/daemon"
 )
 
@@ -22,6 +24,7 @@ type runFlags struct {
 	nodeName, kubeconfig, listen, stateDir, cgroupRoot string
 	pinPath                                            string
 	logLevel, logFormat                                string
+	kubeletComms                                       string
 	noEvents, unpinOnExit                              bool
 }
 
@@ -39,6 +42,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.StringVar(&f.logLevel, "log-level", envOr("DRAINWATCH_LOG_LEVEL", "info"), "debug, info, warn or error (env DRAINWATCH_LOG_LEVEL)")
 	fs.StringVar(&f.logFormat, "log-format", envOr("DRAINWATCH_LOG_FORMAT", "json"), "json or console (env DRAINWATCH_LOG_FORMAT)")
 	fs.BoolVar(&f.noEvents, "no-events", os.Getenv("DRAINWATCH_NO_EVENTS") == "true", "do not post Warning Events on pods and workloads (env DRAINWATCH_NO_EVENTS=true)")
+	fs.StringVar(&f.kubeletComms, "kubelet-comm", envOr("DRAINWATCH_KUBELET_COMM", "kubelet"), "comma-separated command names (as /proc/<pid>/comm shows them) of this node's kubelet: connections such a process of the node opens to a pod are probes, reported apart from client traffic (env DRAINWATCH_KUBELET_COMM)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -88,6 +92,7 @@ func runCmd(args []string) int {
 		NodeName: f.nodeName, Kubeconfig: f.kubeconfig, ListenAddr: f.listen,
 		StateDir: f.stateDir, CgroupRoot: f.cgroupRoot, Log: log, NoEvents: f.noEvents,
 		PinPath: f.pinPath, UnpinOnExit: f.unpinOnExit,
+		Correlate: correlate.Config{ProbeComms: splitList(f.kubeletComms)},
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("invalid configuration")
@@ -102,4 +107,15 @@ func runCmd(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

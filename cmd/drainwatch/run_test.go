@@ -14,7 +14,7 @@ func TestParseRunFlagsFromEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := runFlags{nodeName: "node-7", stateDir: "/var/lib/dw", listen: "", cgroupRoot: "",
-		logLevel: "debug", logFormat: "json", kubeconfig: f.kubeconfig, pinPath: "/sys/fs/bpf/drainwatch"}
+		logLevel: "debug", logFormat: "json", kubeconfig: f.kubeconfig, pinPath: "/sys/fs/bpf/drainwatch", kubeletComms: "kubelet"}
 	if f != want {
 		t.Fatalf("flags = %+v, want %+v", f, want)
 	}

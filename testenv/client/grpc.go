@@ -43,7 +43,8 @@ type GRPCCall struct {
 	Kind       CallKind
 	Start, End time.Time
 	// Code: a Check's status code; a Watch's code, codes.OK when the server
-	// ended it and codes.Canceled when the client ended it after Duration;
+	// ended it and codes.DeadlineExceeded when the client ended it after
+	// Duration;
 	// an idle connection's is OK (it makes no call) unless it never became
 	// READY (Unavailable).
 	Code     codes.Code

@@ -60,7 +60,7 @@ func (c *grpcCall) run(ctx context.Context, g GRPC) {
 }
 
 // watch receives statuses until the stream ends or Duration passes (then
-// the client cancels it: codes.Canceled).
+// the client ends it: codes.DeadlineExceeded).
 func (c *grpcCall) watch(ctx context.Context, health grpc_health_v1.HealthClient, d time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()

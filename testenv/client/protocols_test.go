@@ -8,13 +8,17 @@ import (
 )
 
 // TestGRPCKilled: 3 unary Checks held 5 s, 2 Watch streams and 2 idle
-// connections, the server SIGKILLed 300 ms after every call is on its way:
+// connections, the server (--ignore-stop) sent SIGTERM, which it ignores,
+// and SIGKILLed 300 ms after every call is on its way:
 // exactly the 3 unary calls and the 2 streams fail Unavailable; the idle
 // connections make no call, so none fails, and both lose READY.
 func TestGRPCKilled(t *testing.T) {
 	addr, cmd := dwserver(t, "--mode=grpc", "--ignore-stop")
 	run, err := GRPC{Dial: loopback, Target: addr, Unary: 3, Streams: 2, Idle: 2, Hold: 5 * time.Second, Duration: 3 * time.Second}.Start(context.Background())
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)

@@ -28,6 +28,10 @@
 // response is written after N ms), /ready (200, or 503 once draining),
 // /healthz (200). Every lifecycle event is logged to stderr as one JSON line
 // with an RFC 3339 nanosecond timestamp.
+//
+// Real third-party servers run as workloads too: Nginx, HAProxy and
+// PythonHTTP write their config into a directory and return the argv of
+// Debian's binary.
 package workload
 
 import (

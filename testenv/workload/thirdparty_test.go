@@ -119,3 +119,25 @@ func requireBinary(t *testing.T, path string) {
 		t.Fatalf("%s missing: run testenv/scripts/install-deps.sh (%v)", path, err)
 	}
 }
+
+// TestPythonHTTPDiesAtSIGTERM: CPython's http.server answers /work; SIGTERM
+// kills it (no handler), after which connections are refused.
+func TestPythonHTTPDiesAtSIGTERM(t *testing.T) {
+	requireBinary(t, workload.PythonPath)
+	addr := freeAddr(t)
+	argv, err := workload.PythonHTTP{Dir: t.TempDir(), Addr: addr}.Write()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := startProcess(t, argv, addr)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("exit after SIGTERM: %v, want killed by SIGTERM", err)
+	}
+	if r := client.Get(context.Background(), loopback, addr, "/work", time.Second, nil); r.Outcome != client.Refused {
+		t.Fatalf("/work after exit: %s, want refused", r.Outcome)
+	}
+}

@@ -22,13 +22,15 @@ type Outcome string
 
 // Outcomes. A response with a non-2xx status is HTTPStatus(code).
 const (
-	OK          Outcome = "ok"          // 2xx response read completely
-	Refused     Outcome = "refused"     // connect got ECONNREFUSED (RST to the SYN)
-	Reset       Outcome = "reset"       // ECONNRESET/EPIPE after the connection was established
-	EOF         Outcome = "eof"         // the server closed without a (complete) response
-	Timeout     Outcome = "timeout"     // no answer within the request timeout
-	Unreachable Outcome = "unreachable" // no route (ENETUNREACH, EHOSTUNREACH)
-	Failed      Outcome = "error"       // anything else; Request.Err says what
+	OK          Outcome = "ok"           // 2xx response read completely
+	Refused     Outcome = "refused"      // connect got ECONNREFUSED (RST to the SYN)
+	Reset       Outcome = "reset"        // ECONNRESET/EPIPE after the connection was established
+	EOF         Outcome = "eof"          // the server closed without a (complete) response
+	Timeout     Outcome = "timeout"      // no answer within the request timeout
+	Unreachable Outcome = "unreachable"  // no route (ENETUNREACH, EHOSTUNREACH)
+	Failed      Outcome = "error"        // anything else; Request.Err says what
+	StreamReset Outcome = "stream_reset" // HTTP/2: the server reset the request's stream (RST_STREAM)
+	GoneAway    Outcome = "goaway"       // HTTP/2: the server sent GOAWAY and closed the connection
 )
 
 // HTTPStatus is the outcome of a complete response with a non-2xx status.

@@ -58,13 +58,13 @@ func Get(ctx context.Context, dial DialFunc, target, path string, timeout time.D
 		return r
 	}
 	sentOnce()
-	r.read(conn)
+	r.readFrom(bufio.NewReader(conn))
 	return r
 }
 
-// read reads the whole response; a body cut short is not OK.
-func (r *Request) read(conn net.Conn) {
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+// readFrom reads one whole response; a body cut short is not OK.
+func (r *Request) readFrom(br *bufio.Reader) {
+	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		r.fail(err)
 		return

@@ -10,6 +10,7 @@ have llvm-strip || need+=(llvm)
 have bpftool || need+=(bpftool)
 have ip || need+=(iproute2)
 have nginx || need+=(nginx-light)
+have haproxy || need+=(haproxy)
 
 have promtool || need+=(prometheus) # same package
 have wrk || need+=(wrk)

@@ -12,10 +12,26 @@
 //     --mode=naive ... & wait'`. The shell is PID 1 of the container and has
 //     no SIGTERM handler, so the kernel drops SIGTERM and only SIGKILL ends
 //     it (exit 137): the real-world shape of a shell entrypoint.
+//   - h2c: protocol's stop behaviour over HTTP/2 without TLS
+//     (golang.org/x/net/http2 and h2c; prior knowledge or Upgrade). At
+//     Shutdown every HTTP/2 connection gets a GOAWAY, open streams finish,
+//     and Run waits for the connections to end (at most ShutdownTimeout).
+//   - grpc: the standard gRPC health service (see grpc.go) with
+//     GracefulStop after DrainDelay, bounded by ShutdownTimeout.
 //
-// Routes: /work (WorkDuration, 20 ms), /slow?ms=N (default 2000), /ready
-// (200, or 503 once draining), /healthz (200). Every lifecycle event is
-// logged to stderr as one JSON line with an RFC 3339 nanosecond timestamp.
+// naive and protocol are both "net/http Server.Shutdown after a drain
+// delay": naive's delay is zero, protocol's is DrainDelay. IgnoreStop
+// (--ignore-stop) makes any mode ignore its stop signals in-process, so only
+// SIGKILL ends it and cuts what is in flight.
+//
+// Routes: /work (WorkDuration, 20 ms), /slow?ms=N (default 2000; the
+// response is written after N ms), /ready (200, or 503 once draining),
+// /healthz (200). Every lifecycle event is logged to stderr as one JSON line
+// with an RFC 3339 nanosecond timestamp.
+//
+// Real third-party servers run as workloads too: Nginx, HAProxy and
+// PythonHTTP write their config into a directory and return the argv of
+// Debian's binary.
 package workload
 
 import (
@@ -25,6 +41,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +53,8 @@ const (
 	ModeNaive      = "naive"
 	ModeProtocol   = "protocol"
 	ModeIgnoreTerm = "ignore-term"
+	ModeH2C        = "h2c"
+	ModeGRPC       = "grpc"
 )
 
 // Config is the server's behaviour.
@@ -46,6 +65,12 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	WorkDuration    time.Duration
 	LogRequests     bool
+	// IgnoreStop: Run never reads its stop channel; the process (see
+	// dwserver) ignores its stop signals and only SIGKILL ends it.
+	IgnoreStop bool
+	// EndStreams (grpc): at the stop signal, open Watch streams end with
+	// status OK instead of running until GracefulStop's timeout.
+	EndStreams bool
 }
 
 // Server is one workload server.
@@ -53,13 +78,18 @@ type Server struct {
 	cfg      Config
 	log      zerolog.Logger
 	draining atomic.Bool
+	stopping chan struct{} // closed at the stop signal
 	http     *http.Server
+	h2conns  sync.WaitGroup // HTTP/2 connections being served (h2c)
 }
 
 // New returns a server; Run starts it.
 func New(cfg Config, log zerolog.Logger) *Server {
-	s := &Server{cfg: cfg, log: log}
+	s := &Server{cfg: cfg, log: log, stopping: make(chan struct{})}
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	if cfg.Mode == ModeH2C {
+		s.http.Handler = s.h2c(s.http.Handler)
+	}
 	return s
 }
 
@@ -71,6 +101,12 @@ func (s *Server) Run(ctx context.Context, stop <-chan os.Signal) error {
 		return fmt.Errorf("listening on %s: %w", s.cfg.Addr, err)
 	}
 	s.log.Info().Str("event", "listening").Str("addr", ln.Addr().String()).Str("mode", s.cfg.Mode).Msg("serving")
+	if s.cfg.IgnoreStop {
+		stop = nil // a nil channel never delivers: only SIGKILL (or ctx) ends the server
+	}
+	if s.cfg.Mode == ModeGRPC {
+		return s.runGRPC(ctx, ln, stop)
+	}
 	served := make(chan error, 1)
 	go func() { served <- s.http.Serve(ln) }()
 	select {
@@ -81,11 +117,17 @@ func (s *Server) Run(ctx context.Context, stop <-chan os.Signal) error {
 	case sig := <-stop:
 		s.log.Info().Str("event", "signal").Str("signal", sig.String()).Msg("stop signal received")
 	}
-	if s.cfg.Mode == ModeProtocol {
+	close(s.stopping)
+	if s.cfg.Mode != ModeNaive {
 		s.drain()
 	}
 	if err := s.shutdown(); err != nil {
 		return err
+	}
+	if s.cfg.Mode == ModeH2C {
+		if err := s.waitH2Conns(); err != nil {
+			return err
+		}
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serving: %w", err)

@@ -1,8 +1,9 @@
 // Command dwserver is testenv's workload server (image name "dwserver"):
 // see package testenv/workload for the modes and routes.
 //
-//	dwserver --mode=naive|protocol|ignore-term [--port=8080] [--drain-delay=1.5s]
-//	         [--shutdown-timeout=25s] [--work=20ms] [--log-requests]
+//	dwserver --mode=naive|protocol|ignore-term|h2c|grpc [--port=8080] [--addr=127.0.0.1:8080]
+//	         [--drain-delay=1.5s] [--shutdown-timeout=25s] [--work=20ms] [--log-requests]
+//	         [--ignore-stop] [--end-streams]
 package main
 
 import (
@@ -22,38 +23,51 @@ import (
 func main() {
 	var cfg workload.Config
 	port := flag.Int("port", 8080, "TCP port to listen on (all addresses)")
-	flag.StringVar(&cfg.Mode, "mode", workload.ModeNaive, "naive, protocol or ignore-term")
-	flag.DurationVar(&cfg.DrainDelay, "drain-delay", 1500*time.Millisecond, "protocol: keep serving this long after SIGTERM")
+	addr := flag.String("addr", "", "address to listen on; overrides --port (tests use a loopback address)")
+	flag.StringVar(&cfg.Mode, "mode", workload.ModeNaive, "naive, protocol, ignore-term, h2c or grpc")
+	flag.DurationVar(&cfg.DrainDelay, "drain-delay", 1500*time.Millisecond, "protocol, h2c, grpc: keep serving this long after SIGTERM")
 	flag.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "bound on finishing in-flight requests")
 	flag.DurationVar(&cfg.WorkDuration, "work", 20*time.Millisecond, "duration of /work")
 	flag.BoolVar(&cfg.LogRequests, "log-requests", false, "log every request (debug)")
+	flag.BoolVar(&cfg.IgnoreStop, "ignore-stop", false, "ignore SIGTERM, SIGINT, SIGQUIT, SIGUSR1 and SIGHUP: only SIGKILL ends the server")
+	flag.BoolVar(&cfg.EndStreams, "end-streams", false, "grpc: end open Watch streams (status OK) at the stop signal")
 	flag.Parse()
 	cfg.Addr = ":" + strconv.Itoa(*port)
+	if *addr != "" {
+		cfg.Addr = *addr
+	}
 
 	zerolog.TimeFieldFormat = time.RFC3339Nano
 	log := zerolog.New(os.Stderr).With().Timestamp().Int("pid", os.Getpid()).Logger()
-	if err := run(cfg, *port, log); err != nil {
+	if err := run(cfg, log); err != nil {
 		log.Error().Err(err).Str("event", "exit").Msg("exiting with error")
 		os.Exit(1)
 	}
 	log.Info().Str("event", "exit").Msg("exiting")
 }
 
-func run(cfg workload.Config, port int, log zerolog.Logger) error {
+func run(cfg workload.Config, log zerolog.Logger) error {
 	switch cfg.Mode {
 	case workload.ModeIgnoreTerm:
 		log.Info().Str("event", "exec_shell").Msg("re-exec under /bin/sh as PID 1, SIGTERM will be ignored")
 		return workload.ExecUnderShell([]string{
-			"--mode=" + workload.ModeNaive, "--port=" + strconv.Itoa(port),
+			"--mode=" + workload.ModeNaive, "--addr=" + cfg.Addr,
 			"--shutdown-timeout=" + cfg.ShutdownTimeout.String(), "--work=" + cfg.WorkDuration.String(),
 			"--log-requests=" + strconv.FormatBool(cfg.LogRequests),
 		})
-	case workload.ModeNaive, workload.ModeProtocol:
+	case workload.ModeNaive, workload.ModeProtocol, workload.ModeH2C, workload.ModeGRPC:
 	default:
-		return fmt.Errorf("unknown --mode %q: want naive, protocol or ignore-term", cfg.Mode)
+		return fmt.Errorf("unknown --mode %q: want naive, protocol, ignore-term, h2c or grpc", cfg.Mode)
 	}
 	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	if cfg.IgnoreStop {
+		// Whatever stop signal the runtime sends, the process lives on
+		// until SIGKILL cuts what it is serving.
+		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGHUP)
+		log.Info().Str("event", "ignore_stop").Msg("stop signals ignored, only SIGKILL ends the server")
+	} else {
+		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	}
 	log.Info().Str("event", "start").Str("mode", cfg.Mode).Dur("drain_delay", cfg.DrainDelay).Msg("starting")
 	return workload.New(cfg, log).Run(context.Background(), stop)
 }

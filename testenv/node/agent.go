@@ -42,6 +42,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/drainwatch/drainwatch/testenv/netlab"
@@ -60,8 +61,16 @@ type Config struct {
 	Fabric *netlab.NS
 	// CgroupRoot is the cgroup2 mount; empty: found in /proc/self/mountinfo.
 	CgroupRoot string
-	// Images maps short image names to binaries ("dwserver" → path).
-	Images map[string]string
+	// Images maps short image names to image configs ("dwserver" → the
+	// built workload server); they add to and override BuiltinImages.
+	Images map[string]Image
+	// WorkDir receives the kubelet prober binary (WorkDir/kubelet), built
+	// once per process; empty: <os.TempDir()>/drainwatch-node.
+	WorkDir string
+	// DisableContainerStopSignals runs the node as a kubelet with the
+	// ContainerStopSignals feature gate off: containerStatuses[].stopSignal
+	// is not reported (the runtime still sends the image's stop signal).
+	DisableContainerStopSignals bool
 	// LogDir receives container logs: <ns>_<pod>_<uid>/<container>/<n>.log.
 	// Empty: a temporary directory, removed by Stop.
 	LogDir string
@@ -71,12 +80,14 @@ type Config struct {
 
 // Agent is a running node agent.
 type Agent struct {
-	cfg    Config
-	log    zerolog.Logger
-	nodeNS *netlab.NS
-	ipam   *ipam
-	events *eventSink
-	tmpLog bool
+	cfg     Config
+	log     zerolog.Logger
+	nodeNS  *netlab.NS
+	images  map[string]Image
+	kubelet *kubeletProber
+	ipam    *ipam
+	events  *eventSink
+	tmpLog  bool
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -94,7 +105,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger.With().Str("node", cfg.Name).Logger(), ipam: newIPAM(cfg.Index),
+	a := &Agent{cfg: cfg, log: cfg.Logger.With().Str("node", cfg.Name).Logger(), ipam: newIPAM(cfg.Index), images: cfg.images(),
 		workers: map[types.UID]*podWorker{}, finished: map[types.UID]*podWorker{}, tmpLog: cfg.LogDir == ""}
 	if a.tmpLog {
 		dir, err := os.MkdirTemp("", "dwnode-"+cfg.Name+"-")
@@ -127,6 +138,9 @@ func (cfg *Config) defaults() error {
 		}
 		cfg.CgroupRoot = root
 	}
+	if cfg.WorkDir == "" {
+		cfg.WorkDir = filepath.Join(os.TempDir(), "drainwatch-node")
+	}
 	return nil
 }
 
@@ -141,6 +155,13 @@ func (a *Agent) up(ctx context.Context) error {
 			return fmt.Errorf("node %s: %w", a.cfg.Name, err)
 		}
 	} else if err := ns.Bridge(netlab.NodeBridge, netlab.PodGateway(a.cfg.Index)+"/24"); err != nil {
+		return err
+	}
+	bin, err := BuildKubeletProber(ctx, a.cfg.WorkDir)
+	if err != nil {
+		return err
+	}
+	if a.kubelet, err = a.startKubeletProber(bin); err != nil {
 		return err
 	}
 	a.goRun(func() { a.events.run(ctx) })
@@ -163,6 +184,9 @@ func (a *Agent) Stop() {
 	a.stop.Do(func() {
 		a.cancel()
 		a.wg.Wait()
+		if a.kubelet != nil {
+			a.kubelet.stop()
+		}
 		if a.nodeNS != nil {
 			if err := a.nodeNS.Close(); err != nil {
 				a.log.Error().Err(err).Msg("removing node namespace")

@@ -40,7 +40,7 @@ func helperAgent() int {
 		return 1
 	}
 	_, err = node.Start(context.Background(), node.Config{Name: os.Getenv(helperEnv), Index: 0, Client: client,
-		Images: map[string]string{workload.ImageName: os.Getenv("DW_SERVER")}, Logger: log})
+		Images: map[string]node.Image{workload.ImageName: {Entrypoint: os.Getenv("DW_SERVER")}}, Logger: log})
 	if err != nil {
 		log.Error().Err(err).Msg("helper agent")
 		return 1

@@ -68,7 +68,7 @@ func newLab(t *testing.T, ctx context.Context, nodeName string) *lab {
 	}
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 	l.agent, err = node.Start(ctx, node.Config{Name: nodeName, Index: 0, Client: l.client, Fabric: fabric,
-		Images: map[string]string{workload.ImageName: dwserver.path}, Logger: log})
+		Images: map[string]node.Image{workload.ImageName: {Entrypoint: dwserver.path}}, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

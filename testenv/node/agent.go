@@ -13,11 +13,16 @@
 //     a cgroup v2 named like the kubelet's systemd driver with containerd
 //     (kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid>.slice/
 //     cri-containerd-<64 hex>.scope) under the cgroup2 mount;
-//   - runs startup, readiness and liveness probes (httpGet, tcpSocket from
-//     the node namespace, exec inside the container's PID and network
-//     namespaces and cgroup), restarts containers by the restart policy, and
-//     reports the pod status (podIP, Ready, containerStatuses with
-//     containerd:// IDs, exit codes, phase);
+//   - runs startup, readiness and liveness probes, restarts containers by
+//     the restart policy, and reports the pod status (podIP, Ready,
+//     containerStatuses with containerd:// IDs, exit codes, stop signal,
+//     phase). httpGet and tcpSocket probes run in one helper process per
+//     agent, a binary named "kubelet" (comm "kubelet", as drainwatch
+//     recognises the kubelet) in the node namespace, which counts every
+//     connection attempt (ProbeCounts, ProbeAttempts); exec probes run
+//     inside the container's PID and network namespaces and cgroup. As in
+//     the kubelet's probe workers, liveness and startup probes stop when
+//     the pod is deleted, readiness probes run until the container exits;
 //   - on deletion terminates like kuberuntime's killContainer and
 //     containerd's StopContainer (see Termination and rules.go), then
 //     removes cgroups and namespace and deletes the pod with grace 0.
@@ -27,10 +32,15 @@
 // spec.containers{name}, repeats counted).
 //
 // Not modelled: init containers, hostNetwork, a private mount namespace
-// (containers see the host's /proc), images and volumes.
+// (containers see the host's /proc), image pulls and volumes.
 //
-// Images are not pulled: "local:/path" runs that binary; short names are
-// looked up in Config.Images (e.g. "dwserver" → the built workload server).
+// Images are not pulled: "local:/path" runs that binary (no image config:
+// stop signal SIGTERM); short names are image configs from BuiltinImages
+// (nginx, haproxy) and Config.Images (e.g. "dwserver" → the built workload
+// server), with an entrypoint and a STOPSIGNAL honoured like containerd:
+// lifecycle.stopSignal, else the image's, else SIGTERM. With
+// Config.DisableContainerStopSignals the status carries no stopSignal, as
+// a kubelet with that feature gate off.
 //
 // Start returns a running Agent; Stop (or cancelling Start's context) kills
 // every container at once and removes everything the agent made. Container

@@ -121,7 +121,7 @@ func (p *prober) once(ctx context.Context) error {
 	if p.spec.Exec != nil {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		return p.a.runHandler(ctx, handler{Exec: p.spec.Exec, probe: true}, p.c, p.podIP)
+		return p.a.runHandler(ctx, handler{Exec: p.spec.Exec}, p.c, p.podIP)
 	}
 	req, err := p.request(timeout)
 	if err != nil {

@@ -37,7 +37,12 @@ type Options struct {
 	// ControlPlane reuses a running control plane (e.g. cptest's); Stop then
 	// leaves it running. Nil starts one.
 	ControlPlane *controlplane.ControlPlane
-	Log          zerolog.Logger
+	// DisableContainerStopSignals runs the cluster with the
+	// ContainerStopSignals feature gate off: the node agents do not report
+	// containerStatuses[].stopSignal and a control plane Start starts drops
+	// spec lifecycle.stopSignal (a ControlPlane passed in keeps its gates).
+	DisableContainerStopSignals bool
+	Log                         zerolog.Logger
 }
 
 // Cluster is a running test cluster.
@@ -113,7 +118,8 @@ func (o *Options) defaults() error {
 
 func (c *Cluster) start(ctx context.Context, opts Options) error {
 	if c.CP == nil {
-		cp, err := controlplane.Start(ctx, controlplane.Config{Dir: filepath.Join(c.Dir, "controlplane"), Log: c.log})
+		cp, err := controlplane.Start(ctx, controlplane.Config{Dir: filepath.Join(c.Dir, "controlplane"), Log: c.log,
+			DisableContainerStopSignals: opts.DisableContainerStopSignals})
 		if err != nil {
 			return err
 		}
@@ -130,7 +136,8 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 	for i := 1; i <= opts.Nodes; i++ {
 		name := fmt.Sprintf("%s%d", opts.NodePrefix, i)
 		a, err := node.Start(ctx, node.Config{Name: name, Index: i, Client: c.Client, Fabric: c.Fabric,
-			Images: map[string]string{workload.ImageName: server}, LogDir: filepath.Join(c.Dir, "pods"),
+			Images: map[string]node.Image{workload.ImageName: {Entrypoint: server}}, LogDir: filepath.Join(c.Dir, "pods"),
+			WorkDir: c.Dir, DisableContainerStopSignals: opts.DisableContainerStopSignals,
 			Logger: c.log})
 		if err != nil {
 			return fmt.Errorf("starting node %s: %w", name, err)

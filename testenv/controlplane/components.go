@@ -66,8 +66,9 @@ func (cp *ControlPlane) startAPIServer(c *credentials, etcdURL string) error {
 		// node-lifecycle controller that would lift the taint does not run.
 		"--disable-admission-plugins", "TaintNodesByCondition",
 		// lifecycle.stopSignal (KEP-4960) is alpha in v1.37; the node agent
-		// honours it like containerd, so the API server must keep the field.
-		"--feature-gates", "ContainerStopSignals=true",
+		// honours it like containerd, so the API server keeps the field
+		// unless Config.DisableContainerStopSignals turns the gate off.
+		"--feature-gates", cp.gates,
 		"--watch-cache=true", "--profiling=false")
 }
 

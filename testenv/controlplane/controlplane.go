@@ -37,7 +37,11 @@ type Config struct {
 	Dir string
 	// BinDir holds the binaries; BinDir() when empty.
 	BinDir string
-	Log    zerolog.Logger
+	// DisableContainerStopSignals starts kube-apiserver with
+	// --feature-gates=ContainerStopSignals=false (the v1.37 default: alpha,
+	// off), which drops spec lifecycle.stopSignal. Otherwise the gate is on.
+	DisableContainerStopSignals bool
+	Log                         zerolog.Logger
 }
 
 // ControlPlane is a running control plane.
@@ -50,6 +54,7 @@ type ControlPlane struct {
 	Client     kubernetes.Interface
 
 	log   zerolog.Logger
+	gates string     // kube-apiserver --feature-gates
 	procs []*process // in start order
 }
 
@@ -111,7 +116,11 @@ func prepare(cfg Config) (*ControlPlane, error) {
 	} else if err = os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating control-plane state dir: %w", err)
 	}
-	return &ControlPlane{Dir: cfg.Dir, BinDir: cfg.BinDir, log: cfg.Log}, nil
+	gates := "ContainerStopSignals=true"
+	if cfg.DisableContainerStopSignals {
+		gates = "ContainerStopSignals=false"
+	}
+	return &ControlPlane{Dir: cfg.Dir, BinDir: cfg.BinDir, log: cfg.Log, gates: gates}, nil
 }
 
 func (cp *ControlPlane) start(ctx context.Context) error {

@@ -13,11 +13,16 @@
 //     a cgroup v2 named like the kubelet's systemd driver with containerd
 //     (kubepods.slice/kubepods-<qos>.slice/kubepods-<qos>-pod<uid>.slice/
 //     cri-containerd-<64 hex>.scope) under the cgroup2 mount;
-//   - runs startup, readiness and liveness probes (httpGet, tcpSocket from
-//     the node namespace, exec inside the container's PID and network
-//     namespaces and cgroup), restarts containers by the restart policy, and
-//     reports the pod status (podIP, Ready, containerStatuses with
-//     containerd:// IDs, exit codes, phase);
+//   - runs startup, readiness and liveness probes, restarts containers by
+//     the restart policy, and reports the pod status (podIP, Ready,
+//     containerStatuses with containerd:// IDs, exit codes, stop signal,
+//     phase). httpGet and tcpSocket probes run in one helper process per
+//     agent, a binary named "kubelet" (comm "kubelet", as drainwatch
+//     recognises the kubelet) in the node namespace, which counts every
+//     connection attempt (ProbeCounts, ProbeAttempts); exec probes run
+//     inside the container's PID and network namespaces and cgroup. As in
+//     the kubelet's probe workers, liveness and startup probes stop when
+//     the pod is deleted, readiness probes run until the container exits;
 //   - on deletion terminates like kuberuntime's killContainer and
 //     containerd's StopContainer (see Termination and rules.go), then
 //     removes cgroups and namespace and deletes the pod with grace 0.
@@ -27,10 +32,15 @@
 // spec.containers{name}, repeats counted).
 //
 // Not modelled: init containers, hostNetwork, a private mount namespace
-// (containers see the host's /proc), images and volumes.
+// (containers see the host's /proc), image pulls and volumes.
 //
-// Images are not pulled: "local:/path" runs that binary; short names are
-// looked up in Config.Images (e.g. "dwserver" → the built workload server).
+// Images are not pulled: "local:/path" runs that binary (no image config:
+// stop signal SIGTERM); short names are image configs from BuiltinImages
+// (nginx, haproxy) and Config.Images (e.g. "dwserver" → the built workload
+// server), with an entrypoint and a STOPSIGNAL honoured like containerd:
+// lifecycle.stopSignal, else the image's, else SIGTERM. With
+// Config.DisableContainerStopSignals the status carries no stopSignal, as
+// a kubelet with that feature gate off.
 //
 // Start returns a running Agent; Stop (or cancelling Start's context) kills
 // every container at once and removes everything the agent made. Container
@@ -42,6 +52,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/drainwatch/drainwatch/testenv/netlab"
@@ -60,8 +71,16 @@ type Config struct {
 	Fabric *netlab.NS
 	// CgroupRoot is the cgroup2 mount; empty: found in /proc/self/mountinfo.
 	CgroupRoot string
-	// Images maps short image names to binaries ("dwserver" → path).
-	Images map[string]string
+	// Images maps short image names to image configs ("dwserver" → the
+	// built workload server); they add to and override BuiltinImages.
+	Images map[string]Image
+	// WorkDir receives the kubelet prober binary (WorkDir/kubelet), built
+	// once per process; empty: <os.TempDir()>/drainwatch-node.
+	WorkDir string
+	// DisableContainerStopSignals runs the node as a kubelet with the
+	// ContainerStopSignals feature gate off: containerStatuses[].stopSignal
+	// is not reported (the runtime still sends the image's stop signal).
+	DisableContainerStopSignals bool
 	// LogDir receives container logs: <ns>_<pod>_<uid>/<container>/<n>.log.
 	// Empty: a temporary directory, removed by Stop.
 	LogDir string
@@ -71,12 +90,14 @@ type Config struct {
 
 // Agent is a running node agent.
 type Agent struct {
-	cfg    Config
-	log    zerolog.Logger
-	nodeNS *netlab.NS
-	ipam   *ipam
-	events *eventSink
-	tmpLog bool
+	cfg     Config
+	log     zerolog.Logger
+	nodeNS  *netlab.NS
+	images  map[string]Image
+	kubelet *kubeletProber
+	ipam    *ipam
+	events  *eventSink
+	tmpLog  bool
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -94,7 +115,7 @@ func Start(ctx context.Context, cfg Config) (*Agent, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger.With().Str("node", cfg.Name).Logger(), ipam: newIPAM(cfg.Index),
+	a := &Agent{cfg: cfg, log: cfg.Logger.With().Str("node", cfg.Name).Logger(), ipam: newIPAM(cfg.Index), images: cfg.images(),
 		workers: map[types.UID]*podWorker{}, finished: map[types.UID]*podWorker{}, tmpLog: cfg.LogDir == ""}
 	if a.tmpLog {
 		dir, err := os.MkdirTemp("", "dwnode-"+cfg.Name+"-")
@@ -127,6 +148,9 @@ func (cfg *Config) defaults() error {
 		}
 		cfg.CgroupRoot = root
 	}
+	if cfg.WorkDir == "" {
+		cfg.WorkDir = filepath.Join(os.TempDir(), "drainwatch-node")
+	}
 	return nil
 }
 
@@ -141,6 +165,13 @@ func (a *Agent) up(ctx context.Context) error {
 			return fmt.Errorf("node %s: %w", a.cfg.Name, err)
 		}
 	} else if err := ns.Bridge(netlab.NodeBridge, netlab.PodGateway(a.cfg.Index)+"/24"); err != nil {
+		return err
+	}
+	bin, err := BuildKubeletProber(ctx, a.cfg.WorkDir)
+	if err != nil {
+		return err
+	}
+	if a.kubelet, err = a.startKubeletProber(bin); err != nil {
 		return err
 	}
 	a.goRun(func() { a.events.run(ctx) })
@@ -163,6 +194,9 @@ func (a *Agent) Stop() {
 	a.stop.Do(func() {
 		a.cancel()
 		a.wg.Wait()
+		if a.kubelet != nil {
+			a.kubelet.stop()
+		}
 		if a.nodeNS != nil {
 			if err := a.nodeNS.Close(); err != nil {
 				a.log.Error().Err(err).Msg("removing node namespace")

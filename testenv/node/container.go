@@ -7,21 +7,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-// LocalImagePrefix marks an image that is a binary of this machine:
-// "local:/usr/bin/python3".
-const LocalImagePrefix = "local:"
-
 // container is one run of a container: its init process (PID 1 of a new PID
 // namespace) in its own cgroup scope.
 type container struct {
 	spec      corev1.Container
+	image     Image // the image config: its stop signal
 	id        string
 	scope     string // absolute cgroup path
 	cgroupID  uint64
@@ -35,31 +31,6 @@ type container struct {
 	finished  time.Time
 }
 
-// resolveArgv turns image, command and args into the program to run, like
-// a runtime does with an image's entrypoint: command replaces the
-// entrypoint (the image binary), args are appended.
-func resolveArgv(spec *corev1.Container, images map[string]string) (string, []string, error) {
-	image, ok := strings.CutPrefix(spec.Image, LocalImagePrefix)
-	if !ok {
-		name, _, _ := strings.Cut(spec.Image, ":")
-		if image, ok = images[name]; !ok {
-			return "", nil, fmt.Errorf("image %q is neither local:/path nor one of testenv's images", spec.Image)
-		}
-	}
-	argv := append([]string{image}, spec.Args...)
-	if len(spec.Command) > 0 {
-		argv = append(append([]string{}, spec.Command...), spec.Args...)
-		if p, ok := images[argv[0]]; ok {
-			argv[0] = p
-		}
-	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		return "", nil, fmt.Errorf("container %s: %w", spec.Name, err)
-	}
-	return path, argv, nil
-}
-
 func newContainerID() string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
@@ -69,11 +40,11 @@ func newContainerID() string {
 // startContainer runs the container's init as PID 1 of a new PID namespace,
 // inside the pod's network namespace, born in its cgroup scope.
 func (a *Agent) startContainer(pod *corev1.Pod, sb *sandbox, spec corev1.Container, restarts int32) (*container, error) {
-	path, argv, err := resolveArgv(&spec, a.cfg.Images)
+	path, argv, img, err := resolveArgv(&spec, a.images)
 	if err != nil {
 		return nil, err
 	}
-	c := &container{spec: spec, id: newContainerID(), restarts: restarts, exited: make(chan struct{})}
+	c := &container{spec: spec, image: img, id: newContainerID(), restarts: restarts, exited: make(chan struct{})}
 	c.scope = filepath.Join(sb.slice, "cri-containerd-"+c.id+".scope")
 	cg, err := makeCgroup(c.scope)
 	if err != nil {

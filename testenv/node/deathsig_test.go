@@ -40,7 +40,7 @@ func helperAgent() int {
 		return 1
 	}
 	_, err = node.Start(context.Background(), node.Config{Name: os.Getenv(helperEnv), Index: 0, Client: client,
-		Images: map[string]string{workload.ImageName: os.Getenv("DW_SERVER")}, Logger: log})
+		Images: map[string]node.Image{workload.ImageName: {Entrypoint: os.Getenv("DW_SERVER")}}, Logger: log})
 	if err != nil {
 		log.Error().Err(err).Msg("helper agent")
 		return 1
@@ -83,13 +83,17 @@ func TestAgentDeathKillsContainers(t *testing.T) {
 	if len(pids) != 2 { // the shell (PID 1) and the server under it
 		t.Fatalf("container cgroup holds %v, want the shell and the server", pids)
 	}
+	prober := childByComm(t, cmd.Process.Pid, node.KubeletBinary)
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
-	for i := 0; i < 50 && len(cgroupPIDs(t, scope)) > 0; i++ {
+	for i := 0; i < 50 && (len(cgroupPIDs(t, scope)) > 0 || alive(prober)); i++ {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if left := cgroupPIDs(t, scope); len(left) > 0 {
 		t.Fatalf("processes %v survived their agent", left)
+	}
+	if alive(prober) {
+		t.Fatalf("the kubelet prober (pid %d) survived its agent", prober)
 	}
 	removed, err := node.Sweep(name)
 	if err != nil {
@@ -135,4 +139,39 @@ func cgroupPIDs(t *testing.T, cg string) []int {
 func populated(cg string) bool {
 	b, _ := os.ReadFile(filepath.Join(cg, "cgroup.events"))
 	return strings.Contains(string(b), "populated 1")
+}
+
+// childByComm finds the one child of ppid whose comm is comm.
+func childByComm(t *testing.T, ppid int, comm string) int {
+	t.Helper()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var found []int
+	for _, path := range stats {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …; comm may hold spaces, so cut at the last ')'.
+		open, end := strings.IndexByte(string(b), '('), strings.LastIndexByte(string(b), ')')
+		fields := strings.Fields(string(b[end+1:]))
+		if open < 0 || len(fields) < 2 || string(b[open+1:end]) != comm || fields[1] != strconv.Itoa(ppid) {
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.Fields(string(b))[0])
+		found = append(found, pid)
+	}
+	if len(found) != 1 {
+		t.Fatalf("children of %d named %s: %v, want one", ppid, comm, found)
+	}
+	return found[0]
+}
+
+// alive says whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
 }

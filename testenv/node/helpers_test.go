@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainwatch/drainwatch/testenv/controlplane"
 	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
 	"github.com/drainwatch/drainwatch/testenv/netlab"
 	"github.com/drainwatch/drainwatch/testenv/node"
@@ -48,7 +49,14 @@ type lab struct {
 func newLab(t *testing.T, ctx context.Context, nodeName string) *lab {
 	t.Helper()
 	privileged.RequireRoot(t)
-	cp := cptest.Get(t)
+	return newLabOn(t, ctx, nodeName, cptest.Get(t), nil)
+}
+
+// newLabOn is newLab against the control plane cp, with tweak applied to
+// the agent's Config.
+func newLabOn(t *testing.T, ctx context.Context, nodeName string, cp *controlplane.ControlPlane, tweak func(*node.Config)) *lab {
+	t.Helper()
+	privileged.RequireRoot(t)
 	dwserver.once.Do(func() { dwserver.path, dwserver.err = workload.Build(ctx, os.TempDir()) })
 	if dwserver.err != nil {
 		t.Fatal(dwserver.err)
@@ -67,8 +75,12 @@ func newLab(t *testing.T, ctx context.Context, nodeName string) *lab {
 		t.Fatal(err)
 	}
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel).With().Timestamp().Logger()
-	l.agent, err = node.Start(ctx, node.Config{Name: nodeName, Index: 0, Client: l.client, Fabric: fabric,
-		Images: map[string]string{workload.ImageName: dwserver.path}, Logger: log})
+	cfg := node.Config{Name: nodeName, Index: 0, Client: l.client, Fabric: fabric,
+		Images: map[string]node.Image{workload.ImageName: {Entrypoint: dwserver.path}}, Logger: log}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	l.agent, err = node.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func handlerKind(h handler) string {
 // once to the init process, wait up to the timeout, then SIGKILL and wait
 // for the exit (bounded: the cgroup is killed as a last resort).
 func (a *Agent) stopContainer(ctx context.Context, c *container, t *Termination, abort <-chan struct{}) {
-	sig, err := StopSignal(&c.spec)
+	sig, err := StopSignal(&c.spec, c.image)
 	if err != nil {
 		a.log.Warn().Err(err).Str("container", c.spec.Name).Msg("bad stop signal, using SIGTERM")
 		sig = syscall.SIGTERM

@@ -46,7 +46,8 @@ func (w *podWorker) startOne(ctx context.Context, spec *corev1.Container, restar
 	cs.run, cs.terminated, cs.started = c, nil, spec.StartupProbe == nil
 	cs.ready = cs.started && spec.ReadinessProbe == nil
 	w.mu.Unlock()
-	if sig, err := StopSignal(spec); err == nil {
+	cs.stopSignal = ""
+	if sig, err := StopSignal(spec, c.image); err == nil && !w.a.cfg.DisableContainerStopSignals {
 		cs.stopSignal = corev1.Signal(unix.SignalName(sig))
 	}
 	w.a.events.record(w.pod, spec.Name, corev1.EventTypeNormal, ReasonStarted, "Started container "+spec.Name)

@@ -2,10 +2,16 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/drainwatch/drainwatch/testenv/node/kubeletprobe"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // probeKind is readiness or liveness.
@@ -48,6 +54,11 @@ func (p *prober) run(ctx context.Context) {
 	tick := time.NewTicker(time.Duration(max(p.spec.PeriodSeconds, 1)) * time.Second)
 	defer tick.Stop()
 	for {
+		// The kubelet probes running containers only: this run's probes end
+		// with it (a restart starts new ones).
+		if !p.c.running() {
+			return
+		}
 		err := p.once(ctx)
 		if ctx.Err() != nil {
 			return
@@ -102,10 +113,57 @@ func (p *prober) verdict(passing *bool, ok, bad int) (changed, final bool) {
 	return false, false
 }
 
+// once runs one probe attempt. tcpSocket and httpGet go through the
+// kubelet prober process (from the node's namespace, comm "kubelet");
+// exec runs inside the container.
 func (p *prober) once(ctx context.Context) error {
 	timeout := time.Duration(max(p.spec.TimeoutSeconds, 1)) * time.Second
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	if p.spec.Exec != nil {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return p.a.runHandler(ctx, handler{Exec: p.spec.Exec}, p.c, p.podIP)
+	}
+	req, err := p.request(timeout)
+	if err != nil {
+		return err
+	}
+	// The prober bounds the attempt by the timeout; the slack only guards
+	// against a prober that stopped answering.
+	ctx, cancel := context.WithTimeout(ctx, timeout+5*time.Second)
 	defer cancel()
-	h := handler{Exec: p.spec.Exec, HTTPGet: p.spec.HTTPGet, TCPSocket: p.spec.TCPSocket, probe: true}
-	return p.a.runHandler(ctx, h, p.c, p.podIP)
+	resp, err := p.a.kubelet.call(ctx, req)
+	if err != nil {
+		return err
+	}
+	if resp.Err != "" {
+		return errors.New(resp.Err)
+	}
+	return nil
+}
+
+// request describes a tcpSocket or httpGet probe for the kubelet prober.
+func (p *prober) request(timeout time.Duration) (kubeletprobe.Request, error) {
+	req := kubeletprobe.Request{TimeoutMS: timeout.Milliseconds(), Probe: string(p.kind),
+		Pod: p.pod.Namespace + "/" + p.pod.Name, Container: p.c.spec.Name}
+	var host string
+	var port intstr.IntOrString
+	switch {
+	case p.spec.TCPSocket != nil:
+		req.Op, host, port = kubeletprobe.OpTCPSocket, p.spec.TCPSocket.Host, p.spec.TCPSocket.Port
+	case p.spec.HTTPGet != nil:
+		g := p.spec.HTTPGet
+		req.Op, host, port = kubeletprobe.OpHTTPGet, g.Host, g.Port
+		req.Scheme, req.Path = strings.ToLower(string(g.Scheme)), g.Path
+		for _, h := range g.HTTPHeaders {
+			req.Headers = append(req.Headers, kubeletprobe.Header{Name: h.Name, Value: h.Value})
+		}
+	default:
+		return req, fmt.Errorf("container %s: %s probe has no supported action", p.c.spec.Name, p.kind)
+	}
+	n, err := resolvePort(port, &p.c.spec)
+	if err != nil {
+		return req, err
+	}
+	req.Target = net.JoinHostPort(hostOr(host, p.podIP), strconv.Itoa(n))
+	return req, nil
 }

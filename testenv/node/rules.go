@@ -46,14 +46,17 @@ func StopTimeout(grace, preStopElapsed int64) int64 {
 	return max(grace-preStopElapsed, MinStopWindow)
 }
 
-// StopSignal is the signal containerd sends first: the container's
-// lifecycle.stopSignal when set, else SIGTERM (testenv images declare no
-// STOPSIGNAL).
-func StopSignal(c *corev1.Container) (syscall.Signal, error) {
-	if c.Lifecycle == nil || c.Lifecycle.StopSignal == nil {
-		return syscall.SIGTERM, nil
+// StopSignal is the signal containerd sends first, by its precedence: the
+// container's lifecycle.stopSignal when set, else the image's STOPSIGNAL,
+// else SIGTERM.
+func StopSignal(c *corev1.Container, img Image) (syscall.Signal, error) {
+	switch {
+	case c.Lifecycle != nil && c.Lifecycle.StopSignal != nil:
+		return ParseSignal(string(*c.Lifecycle.StopSignal))
+	case img.StopSignal != "":
+		return ParseSignal(img.StopSignal)
 	}
-	return ParseSignal(string(*c.Lifecycle.StopSignal))
+	return syscall.SIGTERM, nil
 }
 
 // ParseSignal parses "SIGTERM", "TERM", "15", "SIGRTMIN+3", "SIGRTMAX-2"

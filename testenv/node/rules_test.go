@@ -63,13 +63,23 @@ func TestStopTimeoutAfterPreStop(t *testing.T) {
 
 func TestStopSignalAndParse(t *testing.T) {
 	c := &corev1.Container{}
-	if sig, _ := StopSignal(c); sig != syscall.SIGTERM {
-		t.Errorf("no lifecycle: %v, want SIGTERM", sig)
+	if sig, _ := StopSignal(c, Image{}); sig != syscall.SIGTERM {
+		t.Errorf("no lifecycle, no image config: %v, want SIGTERM", sig)
+	}
+	nginx := BuiltinImages()["nginx"]
+	if sig, _ := StopSignal(c, nginx); sig != syscall.SIGQUIT {
+		t.Errorf("nginx image: %v, want SIGQUIT (its STOPSIGNAL)", sig)
+	}
+	if sig, _ := StopSignal(c, BuiltinImages()["haproxy"]); sig != syscall.SIGUSR1 {
+		t.Errorf("haproxy image: %v, want SIGUSR1 (its STOPSIGNAL)", sig)
 	}
 	usr1 := corev1.SIGUSR1
 	c.Lifecycle = &corev1.Lifecycle{StopSignal: &usr1}
-	if sig, _ := StopSignal(c); sig != syscall.SIGUSR1 {
+	if sig, _ := StopSignal(c, Image{}); sig != syscall.SIGUSR1 {
 		t.Errorf("stopSignal SIGUSR1: %v", sig)
+	}
+	if sig, _ := StopSignal(c, nginx); sig != syscall.SIGUSR1 {
+		t.Errorf("stopSignal SIGUSR1 over the nginx image: %v, want the pod's", sig)
 	}
 	for in, want := range map[string]syscall.Signal{
 		"SIGQUIT": 3, "TERM": 15, "9": 9, "SIGRTMIN": 34, "SIGRTMIN+1": 35, "SIGRTMAX-1": 63, "SIGRTMAX": 64,

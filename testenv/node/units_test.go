@@ -28,7 +28,7 @@ func TestIPAMRoundRobinAndExhaustion(t *testing.T) {
 }
 
 func TestResolveArgv(t *testing.T) {
-	images := map[string]string{"dwserver": "/bin/true"}
+	images := map[string]Image{"dwserver": {Entrypoint: "/bin/true"}, "nginx": {Entrypoint: "/usr/sbin/nginx", StopSignal: "SIGQUIT"}}
 	for _, tc := range []struct {
 		image         string
 		command, args []string
@@ -38,10 +38,14 @@ func TestResolveArgv(t *testing.T) {
 		{"dwserver", nil, []string{"--mode=naive"}, "/bin/true [/bin/true --mode=naive]"},
 		{"dwserver:latest", nil, nil, "/bin/true [/bin/true]"},
 		{"local:/bin/sh", []string{"sleep"}, []string{"1"}, "/usr/bin/sleep [sleep 1]"},
-		{"nginx:1.27", nil, nil, "error"},
+		{"nginx:1.27", nil, nil, "/usr/sbin/nginx [/usr/sbin/nginx] stop=SIGQUIT"},
+		{"haproxy", nil, nil, "error"},
 	} {
-		path, argv, err := resolveArgv(&corev1.Container{Image: tc.image, Command: tc.command, Args: tc.args}, images)
+		path, argv, img, err := resolveArgv(&corev1.Container{Image: tc.image, Command: tc.command, Args: tc.args}, images)
 		got := path + " [" + strings.Join(argv, " ") + "]"
+		if img.StopSignal != "" {
+			got += " stop=" + img.StopSignal
+		}
 		if err != nil {
 			got = "error"
 		}

@@ -91,7 +91,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := d.restoreCompleted(); err != nil {
+	if err := d.restoreCompleted(cp); err != nil {
 		return err
 	}
 	if d.kernel, err = d.cfg.OpenKernel(d.kernelOptions(restored)); err != nil {
@@ -163,21 +163,6 @@ func (d *Daemon) startKube(ctx context.Context, errc chan<- error) error {
 			exporter.EventOptions{Node: d.cfg.NodeName})
 	}
 	go func() { errc <- kube.Run(ctx) }()
-	return nil
-}
-
-// restoreCompleted loads the stored complete terminations into the API view
-// and the metrics (counted once per pod UID; within the series TTL the
-// totals continue across the restart).
-func (d *Daemon) restoreCompleted() error {
-	ts, err := d.store.Completed()
-	if err != nil {
-		return err
-	}
-	d.view.keep(ts...)
-	for _, t := range ts {
-		d.metrics.ObserveTermination(t)
-	}
 	return nil
 }
 

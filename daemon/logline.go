@@ -3,7 +3,9 @@ package daemon
 import (
 	"github.com/rs/zerolog"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/exporter"
 )
 
 // logTermination writes the one info line of a finished termination: who,
@@ -23,6 +25,9 @@ func logTermination(log zerolog.Logger, t correlate.Termination) {
 		Int("inflight_at_stop_signal", t.Counts.InflightAtStopSignal).
 		Int("accepted_after_endpoints_not_ready", t.Counts.AcceptedAfterEndpointsNotReady).
 		Int("connections_reset_at_exit", t.Counts.ConnectionsResetAtExit).
+		Int("connections_reset_at_shutdown", t.Counts.ConnectionsResetAtShutdown).
+		Int("streams_killed_by_sigkill", t.Counts.StreamsKilledBySigkill).
+		Int("probe_refused", t.Counts.ProbeRefused).
 		Int32("exit_code", t.ExitCode).
 		Strs("diagnoses", codes)
 	if len(t.Diagnoses) > 0 {
@@ -30,6 +35,15 @@ func logTermination(log zerolog.Logger, t correlate.Termination) {
 		if t.Diagnoses[0].Fix != "" {
 			ev = ev.Str("fix", t.Diagnoses[0].Fix)
 		}
+	}
+	if t.StopSignal != 0 {
+		ev = ev.Str("stop_signal", collector.SignalName(t.StopSignal))
+	}
+	if t.StopSignalAPI != 0 && t.StopSignalAPI != t.StopSignal {
+		ev = ev.Str("stop_signal_api", collector.SignalName(t.StopSignalAPI))
+	}
+	if len(t.Sources) > 0 {
+		ev = ev.Str("sources", exporter.SourcesLine(t.Sources))
 	}
 	if t.Partial {
 		ev = ev.Bool("partial", true).Strs("partial_reasons", t.PartialReasons)

@@ -137,16 +137,18 @@ func (d *Daemon) accountUnattributed() {
 	}
 }
 
-// checkpoint saves the correlator, the scopes and the terminations
-// completed since the last checkpoint, and prunes old ones; clean marks the
-// final checkpoint of an orderly shutdown.
+// checkpoint saves the correlator, the scopes, the metrics' counters and
+// the terminations completed since the last checkpoint (counted into those
+// counters), and prunes old ones; clean marks the final checkpoint of an
+// orderly shutdown.
 func (d *Daemon) checkpoint(clean bool) error {
 	state, err := d.corr.Snapshot()
 	if err != nil {
 		return err
 	}
 	now := d.cfg.Now()
-	cp := Checkpoint{Correlator: state, Scopes: d.scopes.records(), Alive: now, Clean: clean}
+	counters := d.metrics.Counters()
+	cp := Checkpoint{Correlator: state, Scopes: d.scopes.records(), Alive: now, Clean: clean, Counters: &counters}
 	if st, err := d.kernel.Stats(); err == nil {
 		cp.KernelLost = st.LostInKernel
 	}

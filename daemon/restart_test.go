@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -192,6 +194,7 @@ func testRestart(t *testing.T, tc restartCase) {
 	if n := terminationsTotal(t, d2.Daemon); n != 1 {
 		t.Errorf("drainwatch_terminations_total = %v, want 1", n)
 	}
+	series := rolloutSeries(t, d2.Daemon)
 	d2.stop()
 
 	// A third run replays the API (the pod is gone) and the stored record:
@@ -207,6 +210,23 @@ func testRestart(t *testing.T, tc restartCase) {
 	if n := terminationsTotal(t, d3.Daemon); n != 1 {
 		t.Errorf("after a second restart drainwatch_terminations_total = %v, want 1", n)
 	}
+	// The checkpoint saved every series: the third run exposes them as
+	// the second left them.
+	if got := rolloutSeries(t, d3.Daemon); got != series {
+		t.Errorf("per-rollout series after a restart:\n%s\nbefore:\n%s", got, series)
+	}
+}
+
+// rolloutSeries is the text exposition of the per-rollout series.
+func rolloutSeries(t *testing.T, d *daemon.Daemon) string {
+	t.Helper()
+	b, err := testutil.GatherAndFormat(d.Metrics().Registry(), expfmt.TypeTextPlain,
+		"drainwatch_terminations_total", "drainwatch_connections_refused_after_sigterm_total",
+		"drainwatch_requests_killed_by_sigkill_total", "drainwatch_connections_accepted_after_endpoint_removal_total",
+		"drainwatch_connections_reset_at_shutdown_total", "drainwatch_probe_connections_refused_total",
+		"drainwatch_terminations_partial_total", "drainwatch_termination_phase_seconds", "drainwatch_routing_lag_seconds")
+	must(t, err)
+	return string(b)
 }
 
 // terminationsTotal sums drainwatch_terminations_total over its series.

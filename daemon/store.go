@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/exporter"
 )
 
 // storeFile is the bbolt database under the state dir.
@@ -20,18 +21,21 @@ const storeFile = "drainwatch.db"
 var (
 	bucketMeta         = []byte("meta")
 	bucketTerminations = []byte("terminations")
+	bucketMetrics      = []byte("metrics")
 	keyCorrelator      = []byte("correlator")
 	keyScopes          = []byte("scopes")
 	keyAlive           = []byte("alive")
 	keyClean           = []byte("clean")
 	keyKernelLost      = []byte("kernel_lost")
+	keyCounters        = []byte("counters")
 )
 
 // Store persists what a restart must not lose: the correlator's state (the
 // terminations in progress, with their kernel watermark), the watched
 // scopes, the complete terminations (kept past the correlator's retention
-// for the API) and the last time the daemon was alive (the start of the gap
-// a restart leaves).
+// for the API), the metrics' cumulative counters (so no _total decreases)
+// and the last time the daemon was alive (the start of the gap a restart
+// leaves).
 type Store struct {
 	db *bolt.DB
 }
@@ -47,7 +51,7 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, fmt.Errorf("opening state store %s (is another drainwatch running on this state dir?): %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketTerminations} {
+		for _, b := range [][]byte{bucketMeta, bucketTerminations, bucketMetrics} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -77,6 +81,10 @@ type Checkpoint struct {
 	// the checkpoint: a resumed kernel side that counts more lost events
 	// while the daemon was down.
 	KernelLost uint64
+	// Counters are the metrics' live series, saved in step with the
+	// terminations counted into them (nil leaves the stored ones as they
+	// are).
+	Counters *exporter.CounterState
 }
 
 // ScopeRecord is one pod's watched kernel scopes.
@@ -109,10 +117,40 @@ func (s *Store) SaveCheckpoint(cp Checkpoint, completed []correlate.Termination)
 			meta.Put(keyClean, clean), meta.Put(keyKernelLost, lost)); err != nil {
 			return err
 		}
+		if err := putCounters(tx.Bucket(bucketMetrics), cp.Counters); err != nil {
+			return err
+		}
 		return putTerminations(tx.Bucket(bucketTerminations), completed)
 	})
 	if err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)
+	}
+	return nil
+}
+
+// putCounters stores the metrics' series as JSON (metrics/counters); the
+// state carries its format version.
+func putCounters(b *bolt.Bucket, cs *exporter.CounterState) error {
+	if cs == nil {
+		return nil
+	}
+	v, err := json.Marshal(cs)
+	if err != nil {
+		return fmt.Errorf("encoding metric counters: %w", err)
+	}
+	return b.Put(keyCounters, v)
+}
+
+// getCounters reads the stored series; a store written before they were
+// saved has none (cp.Counters stays nil).
+func getCounters(b *bolt.Bucket, cp *Checkpoint) error {
+	v := b.Get(keyCounters)
+	if v == nil {
+		return nil
+	}
+	cp.Counters = new(exporter.CounterState)
+	if err := json.Unmarshal(v, cp.Counters); err != nil {
+		return fmt.Errorf("decoding metric counters: %w", err)
 	}
 	return nil
 }
@@ -152,6 +190,9 @@ func (s *Store) LoadCheckpoint() (cp Checkpoint, ok bool, err error) {
 		}
 		if v := meta.Get(keyKernelLost); len(v) == 8 {
 			cp.KernelLost = binary.BigEndian.Uint64(v)
+		}
+		if err := getCounters(tx.Bucket(bucketMetrics), &cp); err != nil {
+			return err
 		}
 		return cp.Alive.UnmarshalBinary(meta.Get(keyAlive))
 	})

@@ -1,6 +1,8 @@
 package exporter
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drainwatch/drainwatch/correlate"
@@ -22,6 +24,15 @@ var (
 	acceptedDesc = prometheus.NewDesc("drainwatch_connections_accepted_after_endpoint_removal_total",
 		"Connections accepted after the pod's endpoint became not ready: routing had not converged yet.",
 		rolloutLabelNames, nil)
+	resetsDesc = prometheus.NewDesc("drainwatch_connections_reset_at_shutdown_total",
+		"Connections the shutdown reset while the process was alive (ECONNRESET or an empty reply at the client): accepted connections still queued when the listener closed, handshakes it left half-open, and connections with a request in flight the server closed or reset before answering.",
+		rolloutLabelNames, nil)
+	probesDesc = prometheus.NewDesc("drainwatch_probe_connections_refused_total",
+		"Connection attempts by this node's kubelet (readiness probes) refused during terminations: not client traffic, never in connections_refused_after_sigterm_total.",
+		rolloutLabelNames, nil)
+	partialDesc = prometheus.NewDesc("drainwatch_terminations_partial_total",
+		"Terminations whose kernel view is incomplete, one increment per reason: "+strings.Join(partialReasons, ", ")+".",
+		append(workloadLabelNames[:3:3], "reason"), nil)
 	phaseDesc = prometheus.NewDesc("drainwatch_termination_phase_seconds",
 		"Durations of termination phases: prestop (killing to stop signal), listener_close_delay (stop signal to last listener closed), drain (stop signal to exit), grace_used (delete requested to exit).",
 		append(workloadLabelNames[:3:3], "phase"), nil)
@@ -35,7 +46,8 @@ var (
 type rolloutCollector struct{ m *Metrics }
 
 func (c rolloutCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{terminationsDesc, refusedDesc, killedDesc, acceptedDesc, phaseDesc, routingLagDesc} {
+	for _, d := range []*prometheus.Desc{terminationsDesc, refusedDesc, killedDesc, acceptedDesc, resetsDesc, probesDesc,
+		partialDesc, phaseDesc, routingLagDesc} {
 		ch <- d
 	}
 }
@@ -59,10 +71,15 @@ func collectRevision(ch chan<- prometheus.Metric, rs *revisionState) {
 	ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(rs.refused), l...)
 	ch <- prometheus.MustNewConstMetric(killedDesc, prometheus.CounterValue, float64(rs.killed), l...)
 	ch <- prometheus.MustNewConstMetric(acceptedDesc, prometheus.CounterValue, float64(rs.acceptedNR), l...)
+	ch <- prometheus.MustNewConstMetric(resetsDesc, prometheus.CounterValue, float64(rs.resets), l...)
+	ch <- prometheus.MustNewConstMetric(probesDesc, prometheus.CounterValue, float64(rs.probes), l...)
 }
 
 func collectWorkload(ch chan<- prometheus.Metric, ws *workloadState) {
 	l := ws.labels[:]
+	for reason, n := range ws.partial {
+		ch <- prometheus.MustNewConstMetric(partialDesc, prometheus.CounterValue, float64(n), append(l[:3:3], reason)...)
+	}
 	for _, phase := range correlate.PhaseNames() {
 		if h := ws.phases[phase]; h.count > 0 {
 			ch <- h.metric(phaseDesc, append(l[:3:3], phase)...)

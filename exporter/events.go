@@ -29,6 +29,9 @@ var eventReasons = map[string]string{
 	correlate.DiagRequestsKilled:      "DrainKilledRequests",
 	correlate.DiagPrestopFailed:       "DrainPrestopFailed",
 	correlate.DiagBudgetTooSmall:      "DrainBudgetTooSmall",
+	correlate.DiagShutdownResets:      "DrainShutdownResets",
+	correlate.DiagStreamsKilled:       "DrainStreamsKilled",
+	correlate.DiagStopSignalMismatch:  "DrainStopSignalMismatch",
 }
 
 // EventReason returns the Event reason of a diagnosis code ("" for clean).

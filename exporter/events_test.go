@@ -82,6 +82,8 @@ func TestEventReasons(t *testing.T) {
 		"listener_closed_before_routing_converged": "DrainRefusedConnections",
 		"requests_killed":                          "DrainKilledRequests", "prestop_hook_failed": "DrainPrestopFailed",
 		"clean": "", "something_new": "DrainProblem",
+		"connections_reset_at_shutdown": "DrainShutdownResets", "streams_killed": "DrainStreamsKilled",
+		"stop_signal_mismatch": "DrainStopSignalMismatch",
 	} {
 		if got := EventReason(code); got != want {
 			t.Errorf("EventReason(%s) = %q, want %q", code, got, want)
@@ -139,5 +141,29 @@ func TestReportQueuesWithoutBlocking(t *testing.T) {
 	}
 	if evs := waitEvents(t, client, "shop", 2); len(evs) != 2 || evs[0].Reason != "DrainNoDelay" {
 		t.Fatalf("events %+v", evs)
+	}
+}
+
+// TestEventsForNewDiagnoses: shutdown resets, killed streams and a stop
+// signal the API contradicts each get their reason on the pod.
+func TestEventsForNewDiagnoses(t *testing.T) {
+	client := fake.NewClientset()
+	r := NewEventReporter(client, zerolog.Nop(), EventOptions{Node: "node-1"})
+	defer r.Shutdown()
+	if n := r.Record(context.Background(), probedTermination()); n != 3 {
+		t.Fatalf("Record returned %d, want 3 (pod only: the Deployment does not exist)", n)
+	}
+	evs := waitEvents(t, client, "shop", 3)
+	want := []string{
+		"DrainShutdownResets: 6 connections reset when the listener closed with a full accept queue. Fix: stop accepting only after the endpoint is removed: preStop sleep ≥ 1 s",
+		"DrainStopSignalMismatch: the runtime sent SIGQUIT, the API names SIGTERM",
+		"DrainStreamsKilled: 1 open stream killed by SIGKILL. Fix: close long-lived streams at the stop signal",
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, e.Reason+": "+e.Message)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events:\n%q\nwant:\n%q", got, want)
 	}
 }

@@ -61,3 +61,27 @@ func barePod() correlate.Termination {
 		Outcome:   "clean", Complete: true,
 	}
 }
+
+// probedTermination has readiness probes refused through its drain, a
+// listener closed on a full accept queue, and a daemon restart during it.
+func probedTermination() correlate.Termination {
+	return correlate.Termination{
+		PodUID: "uid-p", Pod: "web-6d4f-p", Node: "node-1", PodIP: netip.MustParseAddr("10.244.1.9"),
+		Workload: web3, GracePeriod: 30 * time.Second,
+		Marks: correlate.Marks{DeleteRequested: at(0), Killing: at(0), StopSignal: at(0.1),
+			EndpointsNotReady: at(0.3), ListenerClosed: at(0.2), LastAccept: at(0.15), Exit: at(4.2), PodGone: at(5)},
+		Counts: correlate.Counts{RefusedAfterSigterm: 44, RequestsKilledBySigkill: 2, StreamsKilledBySigkill: 1,
+			ConnectionsResetAtShutdown: 6, ProbeRefused: 4},
+		StopSignal: 3, StopSignalAPI: 15, StopSignalTarget: "nginx", LastConnAttempt: at(1.1),
+		Connections: []correlate.ConnPoint{{Time: at(0.05)}, {Time: at(0.6), Refused: true}, {Time: at(1.1), Refused: true},
+			{Time: at(1.2), Refused: true, Probe: true}, {Time: at(2.2), Refused: true, Probe: true}},
+		Sources: []correlate.Source{{Comm: "kubelet", Probe: true, Accepted: 2, Refused: 4}, {Comm: "envoy", Accepted: 10}},
+		Diagnoses: []correlate.Diagnosis{
+			{Code: correlate.DiagShutdownResets, Message: "6 connections reset when the listener closed with a full accept queue",
+				Fix: "stop accepting only after the endpoint is removed: preStop sleep ≥ 1 s"},
+			{Code: correlate.DiagStreamsKilled, Message: "1 open stream killed by SIGKILL", Fix: "close long-lived streams at the stop signal"},
+			{Code: correlate.DiagStopSignalMismatch, Message: "the runtime sent SIGQUIT, the API names SIGTERM"}},
+		Outcome: "partial", Complete: true, Partial: true,
+		PartialReasons: []string{"daemon_down", "probe_unavailable:tcp_send_reset", "something_new"},
+	}
+}

@@ -20,6 +20,8 @@ import (
 //   - outcome: clean, refused, killed, refused_and_killed, partial; anything
 //     else is "unknown".
 //   - phase: prestop, listener_close_delay, drain, grace_used.
+//   - reason: PartialReasons(), a fixed list ending in "other"; every reason
+//     of a workload with series exists (at zero until it counts).
 //   - probe: the fixed set of BPF programs the daemon attaches.
 //   - type: collector.EventTypes() names, a fixed list.
 var (

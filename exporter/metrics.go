@@ -152,17 +152,18 @@ func (m *Metrics) Expire(pending []collector.Workload) int {
 	return dropped
 }
 
-// ensurePending creates the missing series of pending revisions, at zero,
-// and returns the set of pending revisions.
+// ensurePending creates the missing series of pending revisions, at zero
+// (their workload's partial counts too), and returns the set of pending
+// revisions.
 func (m *Metrics) ensurePending(pending []collector.Workload, now time.Time) map[[4]string]bool {
 	keep := make(map[[4]string]bool, len(pending))
 	for _, w := range pending {
 		key := rolloutLabels(w)
 		keep[key] = true
 		if m.revisions[key] == nil {
-			rs := newRevisionState(key)
+			rs, ws := m.states(key)
 			rs.updated = now
-			m.revisions[key] = rs
+			ws.updated = maxTime(ws.updated, now)
 		}
 	}
 	return keep

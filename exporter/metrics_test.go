@@ -74,6 +74,7 @@ func TestMetricsCountersAfterSequence(t *testing.T) {
 func TestMetricsPromlintClean(t *testing.T) {
 	m := newTestMetrics()
 	observeSequence(t, m)
+	m.ObserveTermination(probedTermination())
 	m.SetProbeAttached("tcp_send_reset", true)
 	m.CountKernelEvent(collector.EventRefused)
 	m.CountUnattributed(collector.EventReset)

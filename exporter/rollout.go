@@ -14,13 +14,19 @@ type revisionState struct {
 	refused    uint64
 	killed     uint64
 	acceptedNR uint64 // accepted after endpoints not ready
+	resets     uint64 // connections reset at shutdown
+	probes     uint64 // probe connections refused
 	updated    time.Time
 }
 
 // workloadState holds the per-workload histograms (no revision label: a
 // duration distribution is about the workload's shutdown, across rollouts).
 type workloadState struct {
-	labels     [3]string // namespace, workload_kind, workload
+	labels [3]string // namespace, workload_kind, workload
+	// partial counts partial terminations by reason label; every reason
+	// starts at zero so that the first partial termination of a workload
+	// shows to increase() as an increase.
+	partial    map[string]uint64
 	phases     map[string]*histogram
 	routingLag *histogram
 	updated    time.Time
@@ -32,7 +38,10 @@ func newRevisionState(labels [4]string) *revisionState {
 
 func newWorkloadState(labels [3]string) *workloadState {
 	ws := &workloadState{labels: labels, phases: map[string]*histogram{},
-		routingLag: newHistogram(routingLagBuckets)}
+		routingLag: newHistogram(routingLagBuckets), partial: map[string]uint64{}}
+	for _, r := range partialReasons {
+		ws.partial[r] = 0
+	}
 	for _, p := range correlate.PhaseNames() {
 		ws.phases[p] = newHistogram(phaseBuckets)
 	}
@@ -44,12 +53,17 @@ func (r *revisionState) add(t correlate.Termination, now time.Time) {
 	r.refused += uint64(max(t.Counts.RefusedAfterSigterm, 0))
 	r.killed += uint64(max(t.Counts.RequestsKilledBySigkill, 0))
 	r.acceptedNR += uint64(max(t.Counts.AcceptedAfterEndpointsNotReady, 0))
+	r.resets += uint64(max(t.Counts.ConnectionsResetAtShutdown, 0))
+	r.probes += uint64(max(t.Counts.ProbeRefused, 0))
 	if now.After(r.updated) {
 		r.updated = now
 	}
 }
 
 func (w *workloadState) add(t correlate.Termination, now time.Time) {
+	for _, r := range partialLabels(t) {
+		w.partial[r]++
+	}
 	for phase, d := range t.Phases() {
 		if h := w.phases[phase]; h != nil {
 			h.observe(d.Seconds())

@@ -42,11 +42,10 @@ func writeTimeline(w *bufio.Writer, v TerminationView) {
 		line := fmt.Sprintf("  %+9.3fs  %-20s %s", m.Time.Sub(origin).Seconds(), m.Name, markDetail(t, m.Name))
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
-	c := t.Counts
-	fmt.Fprintf(w, "  refused after SIGTERM: %d  killed by SIGKILL: %d  refused before SIGTERM: %d\n",
-		c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.RefusedBeforeSigterm)
-	fmt.Fprintf(w, "  in flight at stop signal: %d  accepted after endpoint removal: %d  reset at exit: %d\n",
-		c.InflightAtStopSignal, c.AcceptedAfterEndpointsNotReady, c.ConnectionsResetAtExit)
+	writeCounts(w, t)
+	if s := SourcesLine(t.Sources); s != "" {
+		fmt.Fprintf(w, "  sources: %s\n", s)
+	}
 	if c := connectionsLine(t, origin); c != "" {
 		fmt.Fprintf(w, "  %s\n", c)
 	}
@@ -69,7 +68,11 @@ func markDetail(t correlate.Termination, mark string) string {
 		if target == "" {
 			target = "the container's init"
 		}
-		return fmt.Sprintf("%s to %s (PID 1)", collector.SignalName(t.StopSignal), target)
+		detail := fmt.Sprintf("%s to %s (PID 1)", collector.SignalName(t.StopSignal), target)
+		if t.StopSignalAPI != 0 && t.StopSignalAPI != t.StopSignal {
+			detail += fmt.Sprintf("; the API names %s", collector.SignalName(t.StopSignalAPI))
+		}
+		return detail
 	case "sigkill":
 		return "SIGKILL"
 	case "exit":
@@ -82,23 +85,31 @@ func markDetail(t correlate.Termination, mark string) string {
 }
 
 // connectionsLine summarises the connection attempts kept for the timeline
-// (bounded: the counts above are exact, this is what the page plots).
+// (bounded: the counts above are exact, this is what the page plots),
+// the kubelet's probes apart from client traffic.
 func connectionsLine(t correlate.Termination, origin time.Time) string {
 	if len(t.Connections) == 0 {
 		return ""
 	}
-	accepted, refused := 0, 0
+	var clients, probes [2]int // accepted, refused
 	first, last := t.Connections[0].Time, t.Connections[0].Time
 	for _, c := range t.Connections {
+		n := &clients
+		if c.Probe {
+			n = &probes
+		}
 		if c.Refused {
-			refused++
+			n[1]++
 		} else {
-			accepted++
+			n[0]++
 		}
 		first, last = minTime(first, c.Time), maxTime(last, c.Time)
 	}
-	return fmt.Sprintf("connection attempts plotted: %d accepted, %d refused, from %+.3fs to %+.3fs",
-		accepted, refused, first.Sub(origin).Seconds(), last.Sub(origin).Seconds())
+	line := fmt.Sprintf("connection attempts plotted: %d accepted, %d refused", clients[0], clients[1])
+	if probes != [2]int{} {
+		line += fmt.Sprintf("; probes %d accepted, %d refused", probes[0], probes[1])
+	}
+	return fmt.Sprintf("%s, from %+.3fs to %+.3fs", line, first.Sub(origin).Seconds(), last.Sub(origin).Seconds())
 }
 
 func minTime(a, b time.Time) time.Time {

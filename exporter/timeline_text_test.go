@@ -3,6 +3,7 @@ package exporter
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 const wantNaiveTimeline = `shop/web-6d4f-a  Deployment web revision 3  node node-1  outcome refused
@@ -18,6 +19,7 @@ const wantNaiveTimeline = `shop/web-6d4f-a  Deployment web revision 3  node node
      +3.000s  pod_gone
   refused after SIGTERM: 44  killed by SIGKILL: 0  refused before SIGTERM: 0
   in flight at stop signal: 0  accepted after endpoint removal: 3  reset at exit: 0
+  reset at shutdown: 0  streams killed by SIGKILL: 0  probe refusals: 0
   connection attempts plotted: 2 accepted, 2 refused, from +0.050s to +1.250s
   routing_lag_observed 1.000s  listener_close_delay 0.125s  prestop_duration 0.000s  drain_duration 2.500s  grace_used 2.500s
   diagnosis no_drain_delay: 44 connections refused after SIGTERM: the listener closed 0.125 s after the stop signal, routing took 1.000 s
@@ -36,6 +38,7 @@ const wantKilledTimeline = `shop/web-6d4f-b  Deployment web revision 3  node nod
     +30.000s  exit                 exit code 137, killed by SIGKILL
   refused after SIGTERM: 0  killed by SIGKILL: 1  refused before SIGTERM: 0
   in flight at stop signal: 1  accepted after endpoint removal: 0  reset at exit: 0
+  reset at shutdown: 0  streams killed by SIGKILL: 0  probe refusals: 0
   routing_lag_observed 0.500s  listener_close_delay 0.000s  prestop_duration 1.500s  drain_duration 30.000s  grace_used 32.000s
   diagnosis requests_killed: 1 request in flight killed by SIGKILL after the 30 s grace period
     fix: raise terminationGracePeriodSeconds above preStop + drain + margin (≥ 35 s)
@@ -49,5 +52,49 @@ func TestWriteTimelines(t *testing.T) {
 	}
 	if want := wantNaiveTimeline + "\n" + wantKilledTimeline; b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+const wantProbedTimeline = `shop/web-6d4f-p  Deployment web revision 3  node node-1  outcome partial
+  uid uid-p  ip 10.244.1.9  grace period 30.000s  partial: daemon_down, probe_unavailable:tcp_send_reset, something_new
+     -0.100s  delete_requested
+     -0.100s  killing
+     +0.000s  stop_signal          SIGQUIT to nginx (PID 1); the API names SIGTERM
+     +0.050s  last_accept
+     +0.100s  listener_closed
+     +0.200s  endpoints_not_ready
+     +4.100s  exit                 exit code 0
+     +4.900s  pod_gone
+  refused after SIGQUIT: 44  killed by SIGKILL: 2  refused before SIGQUIT: 0
+  in flight at stop signal: 0  accepted after endpoint removal: 0  reset at exit: 0
+  reset at shutdown: 6  streams killed by SIGKILL: 1  probe refusals: 4
+  sources: kubelet (probe) 4 refused 2 accepted; envoy 10 accepted
+  connection attempts plotted: 1 accepted, 2 refused; probes 0 accepted, 2 refused, from -0.050s to +2.100s
+  routing_lag_observed 0.800s  listener_close_delay 0.100s  prestop_duration 0.100s  drain_duration 4.100s  grace_used 4.200s
+  diagnosis connections_reset_at_shutdown: 6 connections reset when the listener closed with a full accept queue
+    fix: stop accepting only after the endpoint is removed: preStop sleep ≥ 1 s
+  diagnosis streams_killed: 1 open stream killed by SIGKILL
+    fix: close long-lived streams at the stop signal
+  diagnosis stop_signal_mismatch: the runtime sent SIGQUIT, the API names SIGTERM
+`
+
+// TestWriteTimelineProbesSourcesResets: the signal the runtime sent names
+// the refusal rows, the kubelet's probes, the shutdown's resets, the
+// killed streams and the node-local sources have rows of their own.
+func TestWriteTimelineProbesSourcesResets(t *testing.T) {
+	var b strings.Builder
+	if err := WriteTimelines(&b, []TerminationView{NewTerminationView(probedTermination())}); err != nil {
+		t.Fatal(err)
+	}
+	if b.String() != wantProbedTimeline {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), wantProbedTimeline)
+	}
+}
+
+func TestStopSignalNameUnseen(t *testing.T) {
+	tm := probedTermination()
+	tm.Marks.StopSignal = time.Time{}
+	if got := StopSignalName(tm); got != "the stop signal" {
+		t.Errorf("StopSignalName without a stop signal mark = %q", got)
 	}
 }

@@ -22,6 +22,11 @@ const (
 	laneHeight   = 18
 	axisY        = 154
 	svgHeight    = 178
+	// The legend sits in the left gutter, above the lane names: a bar per
+	// client outcome, a dot per probe outcome.
+	legendX       = 8
+	legendClients = 44
+	legendProbes  = 66
 )
 
 // MarkColors are the colours of the mark lines, one per mark and used for
@@ -33,10 +38,13 @@ var MarkColors = map[string]string{
 	"exit": "#7a7a00", "pod_gone": "#4b0082",
 }
 
-// Connection tick colours.
+// Connection tick colours: client attempts are bars, the kubelet's probes
+// dots of their own colours (used for nothing else on the page).
 const (
-	AcceptedColor = "#30c030"
-	RefusedColor  = "#ff2020"
+	AcceptedColor      = "#30c030"
+	RefusedColor       = "#ff2020"
+	ProbeAcceptedColor = "#5050ff"
+	ProbeRefusedColor  = "#e000e0"
 )
 
 // timeScale maps wall-clock times to x positions of the plot area.

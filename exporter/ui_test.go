@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/testenv/chromium"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
 )
@@ -41,11 +42,17 @@ func TestTimelinePageHTML(t *testing.T) {
 
 // TestTimelineScreenshot renders /ui in headless Chromium and checks that
 // each mark's colour is painted at the x position the layout computed, and
-// nowhere else; and the accepted/refused ticks likewise.
+// nowhere else; the client attempts (bars) and the kubelet's probes (dots
+// of their own colours) likewise, each colour also in its legend swatch.
 func TestTimelineScreenshot(t *testing.T) {
 	privileged.RequireRoot(t) // Chromium needs --no-sandbox as root; CI runs as root
 	privileged.RequireFile(t, chromium.Bin, "Debian's chromium (testenv/scripts/install-deps.sh)")
-	term := naiveTermination()
+	for name, term := range map[string]correlate.Termination{"naive": naiveTermination(), "probed": probedTermination()} {
+		t.Run(name, func(t *testing.T) { checkScreenshot(t, term) })
+	}
+}
+
+func checkScreenshot(t *testing.T, term correlate.Termination) {
 	srv := NewServer(ServerConfig{Source: fakeSource{term}, Log: zerolog.Nop()})
 	ts := httptest.NewUnstartedServer(srv.Handler())
 	ts.Listener.Close()
@@ -57,31 +64,40 @@ func TestTimelineScreenshot(t *testing.T) {
 	ts.Start()
 	defer ts.Close()
 
-	img := screenshot(t, ts.URL+"/ui", 1000, 420)
+	img := screenshot(t, ts.URL+"/ui", 1000, 460)
 	columns := colourColumns(img)
 	scale := newTimeScale(term)
 	for _, m := range MarkList(term.Marks) {
 		assertColumns(t, m.Name, columns[MarkColors[m.Name]], []float64{scale.X(m.Time)})
 	}
-	var accepted, refused []float64
+	// The legend's swatches: client bars at legendX and legendX+6, probe
+	// dots centred at legendX+4 and legendX+16.
+	want := map[string][]float64{AcceptedColor: {legendX + 1}, RefusedColor: {legendX + 7},
+		ProbeAcceptedColor: {legendX + 4}, ProbeRefusedColor: {legendX + 16}}
 	for _, c := range term.Connections {
-		if c.Refused {
-			refused = append(refused, scale.X(c.Time)+1)
-		} else {
-			accepted = append(accepted, scale.X(c.Time)+1)
+		colour, x := AcceptedColor, scale.X(c.Time)+1
+		switch {
+		case c.Probe && c.Refused:
+			colour, x = ProbeRefusedColor, scale.X(c.Time)
+		case c.Probe:
+			colour, x = ProbeAcceptedColor, scale.X(c.Time)
+		case c.Refused:
+			colour = RefusedColor
 		}
+		want[colour] = append(want[colour], x)
 	}
-	assertColumns(t, "accepted", columns[AcceptedColor], accepted)
-	assertColumns(t, "refused", columns[RefusedColor], refused)
+	for _, colour := range []string{AcceptedColor, RefusedColor, ProbeAcceptedColor, ProbeRefusedColor} {
+		assertColumns(t, colour, columns[colour], want[colour])
+	}
 }
 
-// assertColumns checks that colour was painted within 3 px of every
-// expected x and nowhere else.
+// assertColumns checks that colour was painted within 4 px of every
+// expected x (a probe dot's radius) and nowhere else.
 func assertColumns(t *testing.T, what string, got map[int]bool, want []float64) {
 	t.Helper()
 	near := func(x int) bool {
 		for _, w := range want {
-			if d := float64(x) - w; d >= -3 && d <= 3 {
+			if d := float64(x) - w; d >= -4 && d <= 4 {
 				return true
 			}
 		}

@@ -12,13 +12,18 @@ import (
 type timelineView struct {
 	Title, Subtitle, Outcome string
 	UID                      string // for the relative link to the JSON record (it resolves through the pod proxy too)
+	StopSignal               string // "SIGQUIT", or "the stop signal" when not seen
+	Sources                  string
 	Counts                   correlate.Counts
 	Diagnoses                []correlate.Diagnosis
 	Partial                  []string
 	Marks                    []markView
-	Accepted, Refused        []float64
-	Ticks                    []axisTick
-	Geometry                 geometry
+	// Accepted and Refused are client attempts (bars); ProbeAccepted and
+	// ProbeRefused the kubelet's (dots), in the same lanes.
+	Accepted, Refused           []float64
+	ProbeAccepted, ProbeRefused []float64
+	Ticks                       []axisTick
+	Geometry                    geometry
 }
 
 // markView is one mark: a full-height line, and a flag in the mark's own
@@ -35,23 +40,29 @@ type markView struct {
 // geometry exposes the layout constants to the template.
 type geometry struct {
 	Width, Height, PlotLeft, PlotRight, AcceptedLane, RefusedLane, LaneHeight, AxisY, MarksTop int
+	// ProbeDY is the dots' centre below a lane's top; LegendX the x of the
+	// legend's first swatch, LegendClients and LegendProbes its rows.
+	ProbeDY, LegendX, LegendClients, LegendProbes int
 }
 
-var pageGeometry = geometry{svgWidth, svgHeight, plotLeft, plotRight, acceptedLane, refusedLane, laneHeight, axisY, labelRows*labelRowH + 4}
+var pageGeometry = geometry{svgWidth, svgHeight, plotLeft, plotRight, acceptedLane, refusedLane, laneHeight, axisY,
+	labelRows*labelRowH + 4, laneHeight / 2, legendX, legendClients, legendProbes}
 
 func newTimelineView(t correlate.Termination) timelineView {
 	s := newTimeScale(t)
 	w := t.Workload
 	v := timelineView{
-		Title:     fmt.Sprintf("%s/%s", w.Namespace, t.Pod),
-		Subtitle:  subtitle(t),
-		UID:       t.PodUID,
-		Outcome:   t.Outcome,
-		Counts:    t.Counts,
-		Diagnoses: t.Diagnoses,
-		Partial:   t.PartialReasons,
-		Ticks:     s.ticks(),
-		Geometry:  pageGeometry,
+		Title:      fmt.Sprintf("%s/%s", w.Namespace, t.Pod),
+		Subtitle:   subtitle(t),
+		UID:        t.PodUID,
+		StopSignal: StopSignalName(t),
+		Sources:    SourcesLine(t.Sources),
+		Outcome:    t.Outcome,
+		Counts:     t.Counts,
+		Diagnoses:  t.Diagnoses,
+		Partial:    t.PartialReasons,
+		Ticks:      s.ticks(),
+		Geometry:   pageGeometry,
 	}
 	var rows labelRowSet
 	for _, m := range MarkList(t.Marks) {
@@ -68,13 +79,24 @@ func newTimelineView(t correlate.Termination) timelineView {
 		v.Marks = append(v.Marks, mv)
 	}
 	for _, c := range t.Connections {
-		if c.Refused {
-			v.Refused = append(v.Refused, s.X(c.Time))
-		} else {
-			v.Accepted = append(v.Accepted, s.X(c.Time))
-		}
+		v.addConnection(c, s.X(c.Time))
 	}
 	return v
+}
+
+// addConnection puts an attempt in its lane, the kubelet's probes apart
+// from client traffic.
+func (v *timelineView) addConnection(c correlate.ConnPoint, x float64) {
+	switch {
+	case c.Probe && c.Refused:
+		v.ProbeRefused = append(v.ProbeRefused, x)
+	case c.Probe:
+		v.ProbeAccepted = append(v.ProbeAccepted, x)
+	case c.Refused:
+		v.Refused = append(v.Refused, x)
+	default:
+		v.Accepted = append(v.Accepted, x)
+	}
 }
 
 // pageView is the whole /ui page.

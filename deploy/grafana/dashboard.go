@@ -21,7 +21,7 @@ func Dashboard() (dashboard.Dashboard, error) {
 	b := dashboard.NewDashboardBuilder("drainwatch — traffic lost in pod terminations").
 		Uid(UID).
 		Tags([]string{"drainwatch", "kubernetes", "rollouts"}).
-		Description("Connections refused after SIGTERM and requests killed by SIGKILL per rollout, measured in the kernel by drainwatch.").
+		Description("Connections refused after the stop signal, requests killed by SIGKILL and connections reset by the shutdown per rollout, measured in the kernel by drainwatch.").
 		Refresh("1m").
 		Time("now-6h", "now").
 		Timezone(common.TimeZoneBrowser).
@@ -30,12 +30,15 @@ func Dashboard() (dashboard.Dashboard, error) {
 		WithVariable(labelVariable("namespace", `label_values(drainwatch_terminations_total, namespace)`)).
 		WithVariable(labelVariable("workload", `label_values(drainwatch_terminations_total{namespace=~"$namespace"}, workload)`))
 	b.WithRow(dashboard.NewRowBuilder("Rollouts: traffic lost per revision"))
-	b.WithPanel(bars("Connections refused after SIGTERM", "Connection attempts answered with ECONNREFUSED after the stop signal: the listener closed before routing stopped sending traffic. Fix: a preStop sleep or drain delay longer than the routing lag.", qRefusedRate, "{{workload}} rev {{revision}}"))
+	b.WithPanel(bars("Connections refused after the stop signal", "Connection attempts answered with ECONNREFUSED after the stop signal: the listener closed before routing stopped sending traffic. Fix: a preStop sleep or drain delay longer than the routing lag.", qRefusedRate, "{{workload}} rev {{revision}}"))
 	b.WithPanel(bars("Requests killed by SIGKILL", "Requests in flight when the kubelet sent SIGKILL. Fix: a grace period above preStop + drain + cleanup.", qKilledRate, "{{workload}} rev {{revision}}"))
-	b.WithPanel(totals("Refused after SIGTERM, per revision (retained series)", qRefusedTotal))
+	b.WithPanel(totals("Refused after the stop signal, per revision (retained series)", qRefusedTotal))
 	b.WithPanel(totals("Killed by SIGKILL, per revision (retained series)", qKilledTotal))
 	b.WithPanel(bars("Terminations by outcome", "Completed terminations: clean, refused, killed, refused_and_killed, partial (kernel view incomplete).", qOutcomes, "{{workload}} rev {{revision}} {{outcome}}"))
 	b.WithPanel(bars("Accepted after endpoint removal", "Connections accepted after the endpoint became not ready: routing had not converged (evidence for the delay a pod needs, not an error by itself).", qAcceptedLate, "{{workload}} rev {{revision}}"))
+	b.WithPanel(bars("Connections reset at shutdown", "Connections the shutdown reset while the process was alive (ECONNRESET or an empty reply at the client): queued when the listener closed, or a request in flight closed unanswered. Fix: close the listener after routing converged, answer in-flight requests before closing.", qResetsRate, "{{workload}} rev {{revision}}"))
+	b.WithPanel(bars("Probe connections refused (kubelet)", "Readiness probes of this node's kubelet refused during terminations (probes run until the container exits). Not client traffic: never in the refused counts above.", qProbesRate, "{{workload}} rev {{revision}}"))
+	b.WithPanel(bars("Partial terminations by reason", "Terminations whose kernel view is incomplete (never reported clean), by reason: daemon down, events lost, hostNetwork, unbound namespace, stop signal not seen…", qPartialRate, "{{workload}} {{reason}}"))
 	b.WithRow(dashboard.NewRowBuilder("Timing"))
 	b.WithPanel(seconds("Routing lag (last hour)", "Last connection attempt minus endpoint not ready: a lower bound of routing convergence. A preStop sleep must exceed it.",
 		query(qRoutingLagP95, "p95 {{workload}}"), query(qRoutingLagMax, "max {{workload}}")))

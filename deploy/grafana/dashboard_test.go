@@ -66,8 +66,8 @@ func dashboardQueries(t *testing.T) []string {
 
 func TestQueriesParseAsPromQL(t *testing.T) {
 	qs := dashboardQueries(t)
-	if len(qs) != 19 {
-		t.Fatalf("%d queries, want 19 (17 panel targets, 2 variables)", len(qs))
+	if len(qs) != 22 {
+		t.Fatalf("%d queries, want 22 (20 panel targets, 2 variables)", len(qs))
 	}
 	promtest.CheckQueries(t, qs)
 }

@@ -13,6 +13,9 @@ var (
 	qKilledTotal  = `sum by (workload, revision) (drainwatch_requests_killed_by_sigkill_total{` + sel + `})`
 	qOutcomes     = `sum by (workload, revision, outcome) (increase(drainwatch_terminations_total{` + sel + `}[$__rate_interval]))`
 	qAcceptedLate = `sum by (workload, revision) (increase(drainwatch_connections_accepted_after_endpoint_removal_total{` + sel + `}[$__rate_interval]))`
+	qResetsRate   = `sum by (workload, revision) (increase(drainwatch_connections_reset_at_shutdown_total{` + sel + `}[$__rate_interval]))`
+	qProbesRate   = `sum by (workload, revision) (increase(drainwatch_probe_connections_refused_total{` + sel + `}[$__rate_interval]))`
+	qPartialRate  = `sum by (workload, reason) (increase(drainwatch_terminations_partial_total{` + sel + `}[$__rate_interval]))`
 )
 
 // Timing queries. Terminations are rare events: quantiles over an hour of

@@ -62,7 +62,7 @@ func TestAlertsUseOnlyExportedMetrics(t *testing.T) {
 			}
 		}
 	}
-	if n != 4 {
-		t.Errorf("%d alerts, want 4", n)
+	if n != 5 {
+		t.Errorf("%d alerts, want 5", n)
 	}
 }

@@ -1,0 +1,32 @@
+package daemon
+
+// A _total series never decreases across restarts. Each checkpoint saves
+// the cumulative value of every live series with the terminations completed
+// since the previous one, in one transaction: the saved counters hold
+// exactly the stored terminations. A restart restores the counters, then
+// replays the stored terminations, which the counters already hold (by pod
+// UID) and so count nothing; terminations completed after the checkpoint
+// (lost by a crash) complete again from the correlator's restored state
+// and count once. Series whose TTL expired are not saved, so they stay
+// gone. A store without counters (an older drainwatch), or with counters of
+// another format version, rebuilds them from the stored terminations: only
+// those within the TTL count, as before.
+
+// restoreCompleted loads the stored complete terminations into the API view
+// and the metrics, after the counters of the last checkpoint.
+func (d *Daemon) restoreCompleted(cp Checkpoint) error {
+	ts, err := d.store.Completed()
+	if err != nil {
+		return err
+	}
+	if cp.Counters != nil {
+		if err := d.metrics.RestoreCounters(*cp.Counters); err != nil {
+			d.log.Warn().Err(err).Msg("metric counters not restored: rebuilding them from the stored terminations (series older than the TTL restart lower)")
+		}
+	}
+	d.view.keep(ts...)
+	for _, t := range ts {
+		d.metrics.ObserveTermination(t)
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package daemon
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/exporter"
+)
+
+var rolloutTotals = []string{
+	"drainwatch_terminations_total", "drainwatch_connections_refused_after_sigterm_total",
+	"drainwatch_requests_killed_by_sigkill_total", "drainwatch_connections_accepted_after_endpoint_removal_total",
+	"drainwatch_connections_reset_at_shutdown_total", "drainwatch_probe_connections_refused_total",
+	"drainwatch_terminations_partial_total", "drainwatch_termination_phase_seconds", "drainwatch_routing_lag_seconds",
+}
+
+// completedAt is a complete termination of shop/web revision 7 that ended
+// at end.
+func completedAt(uid string, end time.Time, c correlate.Counts, outcome string, partial ...string) correlate.Termination {
+	return correlate.Termination{
+		PodUID: uid, Pod: "web-" + uid, Complete: true, Outcome: outcome, Counts: c,
+		Partial: len(partial) > 0, PartialReasons: partial,
+		Workload: collector.Workload{Namespace: "shop", Kind: "Deployment", Name: "web", Revision: "7"},
+		Marks:    correlate.Marks{StopSignal: end.Add(-3 * time.Second), Exit: end.Add(-time.Second), PodGone: end},
+	}
+}
+
+// TestCountersSurviveRestartBeyondTTL: a revision's first termination
+// ended 90 min before the restart (beyond the 1 h TTL) and its second 40
+// min before (its series is live). The store of the previous run restores
+// every series exactly, including what the first termination counted,
+// and the replayed stored terminations count nothing twice.
+func TestCountersSurviveRestartBeyondTTL(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	now := t0
+	clock := func() time.Time { return now }
+	first := completedAt("a", t0, correlate.Counts{RefusedAfterSigterm: 44, ProbeRefused: 3}, "refused")
+	second := completedAt("b", t0.Add(50*time.Minute), correlate.Counts{RefusedAfterSigterm: 5,
+		RequestsKilledBySigkill: 2, ConnectionsResetAtShutdown: 6, ProbeRefused: 4}, "partial", "daemon_down")
+
+	before := exporter.NewMetrics(exporter.Options{Now: clock})
+	now = t0.Add(time.Second)
+	before.ObserveTermination(first)
+	now = t0.Add(50*time.Minute + time.Second)
+	before.ObserveTermination(second)
+	now = t0.Add(90 * time.Minute)
+	before.Expire(nil)
+	dir := t.TempDir()
+	saveRun(t, dir, before, now, first, second)
+
+	d, err := New(Config{NodeName: "node-1", StateDir: dir, CgroupRoot: dir, Now: clock})
+	must(t, err)
+	cp := openRestored(t, d, dir)
+	must(t, d.restoreCompleted(cp))
+
+	want := `
+# HELP drainwatch_connections_refused_after_sigterm_total Connection attempts answered with a RST (no socket: ECONNREFUSED at the client) from the stop signal until the pod's network namespace was gone.
+# TYPE drainwatch_connections_refused_after_sigterm_total counter
+drainwatch_connections_refused_after_sigterm_total{namespace="shop",revision="7",workload="web",workload_kind="Deployment"} 49
+# HELP drainwatch_requests_killed_by_sigkill_total Accepted connections with a request in flight torn down because their process died of SIGKILL.
+# TYPE drainwatch_requests_killed_by_sigkill_total counter
+drainwatch_requests_killed_by_sigkill_total{namespace="shop",revision="7",workload="web",workload_kind="Deployment"} 2
+# HELP drainwatch_probe_connections_refused_total Connection attempts by this node's kubelet (readiness probes) refused during terminations: not client traffic, never in connections_refused_after_sigterm_total.
+# TYPE drainwatch_probe_connections_refused_total counter
+drainwatch_probe_connections_refused_total{namespace="shop",revision="7",workload="web",workload_kind="Deployment"} 7
+# HELP drainwatch_connections_reset_at_shutdown_total Connections the shutdown reset while the process was alive (ECONNRESET or an empty reply at the client): accepted connections still queued when the listener closed, handshakes it left half-open, and connections with a request in flight the server closed or reset before answering.
+# TYPE drainwatch_connections_reset_at_shutdown_total counter
+drainwatch_connections_reset_at_shutdown_total{namespace="shop",revision="7",workload="web",workload_kind="Deployment"} 6
+# HELP drainwatch_terminations_total Pod terminations completed on this node, by rollout and outcome (clean, refused, killed, refused_and_killed, partial).
+# TYPE drainwatch_terminations_total counter
+drainwatch_terminations_total{namespace="shop",outcome="partial",revision="7",workload="web",workload_kind="Deployment"} 1
+drainwatch_terminations_total{namespace="shop",outcome="refused",revision="7",workload="web",workload_kind="Deployment"} 1
+`
+	must(t, testutil.GatherAndCompare(d.Metrics().Registry(), strings.NewReader(want),
+		"drainwatch_connections_refused_after_sigterm_total", "drainwatch_requests_killed_by_sigkill_total",
+		"drainwatch_probe_connections_refused_total", "drainwatch_connections_reset_at_shutdown_total",
+		"drainwatch_terminations_total"))
+	if got, was := rolloutExposition(t, d.Metrics()), rolloutExposition(t, before); got != was {
+		t.Errorf("after the restart:\n%s\nbefore:\n%s", got, was)
+	}
+}
+
+// TestCountersRebuiltFromAnOlderStore: a store without saved counters (an
+// older drainwatch) rebuilds them from the terminations within the TTL.
+func TestCountersRebuiltFromAnOlderStore(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	now := t0.Add(90 * time.Minute)
+	clock := func() time.Time { return now }
+	dir := t.TempDir()
+	saveRun(t, dir, nil, now,
+		completedAt("a", t0, correlate.Counts{RefusedAfterSigterm: 44}, "refused"),
+		completedAt("b", t0.Add(50*time.Minute), correlate.Counts{RefusedAfterSigterm: 5}, "refused"))
+	d, err := New(Config{NodeName: "node-1", StateDir: dir, CgroupRoot: dir, Now: clock})
+	must(t, err)
+	must(t, d.restoreCompleted(openRestored(t, d, dir)))
+	want := `
+# HELP drainwatch_connections_refused_after_sigterm_total Connection attempts answered with a RST (no socket: ECONNREFUSED at the client) from the stop signal until the pod's network namespace was gone.
+# TYPE drainwatch_connections_refused_after_sigterm_total counter
+drainwatch_connections_refused_after_sigterm_total{namespace="shop",revision="7",workload="web",workload_kind="Deployment"} 5
+`
+	must(t, testutil.GatherAndCompare(d.Metrics().Registry(), strings.NewReader(want), "drainwatch_connections_refused_after_sigterm_total"))
+}
+
+// saveRun writes what the previous run's checkpoint leaves: its counters
+// (none when m is nil) and its complete terminations.
+func saveRun(t *testing.T, dir string, m *exporter.Metrics, alive time.Time, ts ...correlate.Termination) {
+	t.Helper()
+	s, err := OpenStore(dir)
+	must(t, err)
+	cp := Checkpoint{Alive: alive, Clean: true}
+	if m != nil {
+		cs := m.Counters()
+		cp.Counters = &cs
+	}
+	must(t, s.SaveCheckpoint(cp, ts))
+	must(t, s.Close())
+}
+
+func openRestored(t *testing.T, d *Daemon, dir string) Checkpoint {
+	t.Helper()
+	s, err := OpenStore(dir)
+	must(t, err)
+	t.Cleanup(func() { s.Close() })
+	d.store = s
+	cp, ok, err := s.LoadCheckpoint()
+	must(t, err)
+	if !ok {
+		t.Fatal("no checkpoint stored")
+	}
+	return cp
+}
+
+func rolloutExposition(t *testing.T, m *exporter.Metrics) string {
+	t.Helper()
+	b, err := testutil.GatherAndFormat(m.Registry(), expfmt.TypeTextPlain, rolloutTotals...)
+	must(t, err)
+	return string(b)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,53 @@
+package exporter
+
+import (
+	"bufio"
+	"fmt"
+	"strings"
+
+	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/correlate"
+)
+
+// writeCounts prints the exact counts of a termination, three rows: what
+// clients lost, what routing and exit did, what the shutdown reset and the
+// kubelet's probes met (never part of the rows above).
+func writeCounts(w *bufio.Writer, t correlate.Termination) {
+	c := t.Counts
+	sig := StopSignalName(t)
+	fmt.Fprintf(w, "  refused after %s: %d  killed by SIGKILL: %d  refused before %s: %d\n",
+		sig, c.RefusedAfterSigterm, c.RequestsKilledBySigkill, sig, c.RefusedBeforeSigterm)
+	fmt.Fprintf(w, "  in flight at stop signal: %d  accepted after endpoint removal: %d  reset at exit: %d\n",
+		c.InflightAtStopSignal, c.AcceptedAfterEndpointsNotReady, c.ConnectionsResetAtExit)
+	fmt.Fprintf(w, "  reset at shutdown: %d  streams killed by SIGKILL: %d  probe refusals: %d\n",
+		c.ConnectionsResetAtShutdown, c.StreamsKilledBySigkill, c.ProbeRefused)
+}
+
+// StopSignalName names a termination's stop signal as the kernel saw it
+// ("SIGQUIT"), or "the stop signal" when it was not seen.
+func StopSignalName(t correlate.Termination) string {
+	if t.Marks.StopSignal.IsZero() {
+		return "the stop signal"
+	}
+	return collector.SignalName(t.StopSignal)
+}
+
+// SourcesLine summarises the node-local tasks that connected during a
+// termination: "kubelet (probe) 4 refused 2 accepted; envoy 10 accepted".
+func SourcesLine(sources []correlate.Source) string {
+	parts := make([]string, 0, len(sources))
+	for _, s := range sources {
+		part := s.Comm
+		if s.Probe {
+			part += " (probe)"
+		}
+		if s.Refused > 0 {
+			part += fmt.Sprintf(" %d refused", s.Refused)
+		}
+		if s.Accepted > 0 || s.Refused == 0 {
+			part += fmt.Sprintf(" %d accepted", s.Accepted)
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, "; ")
+}

@@ -51,13 +51,3 @@ func Namespace(name string) *corev1.Namespace {
 	return &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
-
-// WithoutReadinessProbe drops the containers' readiness probes. The node
-// agent's probes are connections no client records: a probe refused after
-// SIGTERM would be counted by drainwatch and by no ground truth.
-func WithoutReadinessProbe(d *appsv1.Deployment) *appsv1.Deployment {
-	for i := range d.Spec.Template.Spec.Containers {
-		d.Spec.Template.Spec.Containers[i].ReadinessProbe = nil
-	}
-	return d
-}

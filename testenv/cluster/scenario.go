@@ -13,6 +13,7 @@ import (
 
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/node"
+	"github.com/drainwatch/drainwatch/testenv/node/kubeletprobe"
 )
 
 // PodAddr is "podIP:port".
@@ -64,4 +65,30 @@ func (c *Cluster) WaitTerminated(ctx context.Context, uid types.UID) (node.Termi
 		case <-time.After(pollEvery):
 		}
 	}
+}
+
+// ProbeRefusals counts the kubelet prober's attempts at pod since `since`
+// (the deletion) that were refused, on any port, from its node agent's own
+// log: the ground truth for drainwatch's probe_refused (the prober runs as a
+// process named kubelet in the node's network namespace, like the real
+// kubelet). A probe refused while the server was still starting is not part
+// of a termination.
+func (c *Cluster) ProbeRefusals(pod *corev1.Pod, since time.Time) (int, error) {
+	for i, name := range c.NodeNames {
+		if name != pod.Spec.NodeName {
+			continue
+		}
+		attempts, err := c.Nodes[i].ProbeAttempts()
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, a := range attempts {
+			if a.Pod == pod.Namespace+"/"+pod.Name && a.Outcome == kubeletprobe.Refused && !a.Start.Before(since) {
+				n++
+			}
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("pod %s/%s: node %q is not one of the cluster's", pod.Namespace, pod.Name, pod.Spec.NodeName)
 }

@@ -34,11 +34,18 @@ func logger(t *testing.T, level zerolog.Level) zerolog.Logger {
 
 // startCluster starts nodes node agents and one daemon per node.
 func startCluster(t *testing.T, prefix string, nodes int) (*cluster.Cluster, []*nodeDaemon) {
+	return startClusterWith(t, prefix, cluster.Options{Nodes: nodes})
+}
+
+// startClusterWith is startCluster with the node agents' options (nodes,
+// stop-signal reporting) taken from opts.
+func startClusterWith(t *testing.T, prefix string, opts cluster.Options) (*cluster.Cluster, []*nodeDaemon) {
 	t.Helper()
 	privileged.RequireRoot(t)
 	cp := cptest.Get(t)
 	warn := zerolog.New(zerolog.NewConsoleWriter(func(w *zerolog.ConsoleWriter) { w.Out = os.Stderr })).Level(zerolog.WarnLevel)
-	c := cluster.StartT(t, cluster.Options{Nodes: nodes, NodePrefix: unique(strings.TrimSuffix(prefix, "-")) + "-", ControlPlane: cp, Log: warn, Dir: t.TempDir()})
+	opts.NodePrefix, opts.ControlPlane, opts.Log, opts.Dir = unique(strings.TrimSuffix(prefix, "-"))+"-", cp, warn, t.TempDir()
+	c := cluster.StartT(t, opts)
 	var ds []*nodeDaemon
 	for _, name := range c.NodeNames {
 		ds = append(ds, startDaemon(t, c.RestConfig, name, t.TempDir()))

@@ -29,11 +29,12 @@ func TestScenarios(t *testing.T) {
 	t.Run("each-node-its-own-pods", func(t *testing.T) { ownPodsOnly(t, c, ds) })
 }
 
-// deploy applies a Deployment (readiness probe dropped, see withoutProbe)
-// and its Service, waits for it and returns its ready pods.
+// deploy applies a Deployment (readiness probes on: the kubelet's probes
+// are kept apart from client traffic) and its Service, waits for it and
+// returns its ready pods.
 func deploy(ctx context.Context, t *testing.T, c *cluster.Cluster, ns string, dep *appsv1.Deployment) []corev1.Pod {
 	t.Helper()
-	if err := c.Apply(ctx, cluster.Namespace(ns), cluster.WithoutReadinessProbe(dep), cluster.ServiceFor(ns, dep.Name)); err != nil {
+	if err := c.Apply(ctx, cluster.Namespace(ns), dep, cluster.ServiceFor(ns, dep.Name)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.WaitRolledOut(ctx, ns, dep.Name); err != nil {

@@ -37,7 +37,10 @@ func seedsDirect(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, name, mode 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := unique("e2e-" + name)
-	dep := cluster.WithoutReadinessProbe(cluster.ServerDeployment(ns, "web", mode, 1, args...))
+	// Readiness probes stay on, as on every real Deployment: the kubelet
+	// keeps probing until the container exits, and its refused probes are
+	// probe_refused, never client refusals.
+	dep := cluster.ServerDeployment(ns, "web", mode, 1, args...)
 	if err := c.Apply(ctx, cluster.Namespace(ns), dep, cluster.ServiceFor(ns, "web")); err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +67,13 @@ func seedsDirect(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, name, mode 
 		dumpRefused(t, got, res.StopAt, res.Work, res.Readiness, []client.Request{res.Slow})
 		t.Errorf("refused after/before SIGTERM = %d/%d, clients saw %d refused",
 			got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, want)
+	}
+	probes, err := c.ProbeRefusals(victim, res.StopAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Counts.ProbeRefused != probes {
+		t.Errorf("probe_refused %d, the kubelet prober saw %d refused", got.Counts.ProbeRefused, probes)
 	}
 	if mode == workload.ModeNaive && want < 10 {
 		t.Errorf("naive refused only %d: the scenario did not reproduce the seeds' tens", want)

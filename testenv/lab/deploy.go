@@ -22,7 +22,7 @@ const settle = time.Second
 // returns the ready pods.
 func (l *Lab) deploy(ctx context.Context, dep *appsv1.Deployment) ([]corev1.Pod, error) {
 	ns := dep.Namespace
-	if err := l.Cluster.Apply(ctx, cluster.Namespace(ns), cluster.WithoutReadinessProbe(dep), cluster.ServiceFor(ns, dep.Name)); err != nil {
+	if err := l.Cluster.Apply(ctx, cluster.Namespace(ns), dep, cluster.ServiceFor(ns, dep.Name)); err != nil {
 		return nil, err
 	}
 	if _, err := l.Cluster.WaitRolledOut(ctx, ns, dep.Name); err != nil {

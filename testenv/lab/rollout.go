@@ -93,7 +93,7 @@ func (l *Lab) rolloutSteps(ctx context.Context, dep *appsv1.Deployment, run *rol
 		}
 		l.progress.Step("rollout: %s", s.what)
 		s.change(dep)
-		if err := l.Cluster.Apply(ctx, cluster.WithoutReadinessProbe(dep.DeepCopy())); err != nil {
+		if err := l.Cluster.Apply(ctx, dep.DeepCopy()); err != nil {
 			return err
 		}
 		if _, err := l.Cluster.WaitRolledOut(ctx, rolloutNS, dep.Name); err != nil {

@@ -10,9 +10,11 @@ import (
 // Correlator turns the node's kernel and API events into Terminations. It
 // is not safe for concurrent use: the daemon feeds it from one goroutine.
 type Correlator struct {
-	cfg  Config
-	pods map[string]*podState
-	idx  index
+	cfg Config
+	// probeComms is cfg.ProbeComms as the kernel spells command names.
+	probeComms []collector.Comm
+	pods       map[string]*podState
+	idx        index
 	// done holds complete terminations for Config.Retention; it also stops
 	// a replayed API event from starting a second termination of a pod.
 	done map[string]doneTermination
@@ -50,11 +52,13 @@ type kernelGap struct {
 
 // New returns an empty Correlator.
 func New(cfg Config) *Correlator {
+	cfg = cfg.withDefaults()
 	return &Correlator{
-		cfg:  cfg.withDefaults(),
-		pods: make(map[string]*podState),
-		idx:  newIndex(),
-		done: make(map[string]doneTermination),
+		cfg:        cfg,
+		probeComms: commsOf(cfg.ProbeComms),
+		pods:       make(map[string]*podState),
+		idx:        newIndex(),
+		done:       make(map[string]doneTermination),
 	}
 }
 

@@ -30,10 +30,12 @@ type jsonEvent struct {
 	SignalResult string `json:"signal_result,omitempty"`
 	SenderPID    uint32 `json:"sender_pid,omitempty"`
 	SenderComm   string `json:"sender_comm,omitempty"`
+	SenderCgroup uint64 `json:"sender_cgroup_id,omitempty"`
 	TargetInit   bool   `json:"target_init,omitempty"`
 	ExitCode     *int32 `json:"exit_code,omitempty"`
 	ExitSignal   uint32 `json:"exit_signal,omitempty"`
 	Cause        string `json:"cause,omitempty"`
+	Inflight     string `json:"inflight,omitempty"`
 }
 
 func toJSONEvent(ev *collector.Event) jsonEvent {
@@ -42,7 +44,7 @@ func toJSONEvent(ev *collector.Event) jsonEvent {
 		Netns: ev.NetnsIno, CgroupID: ev.CgroupID, PID: ev.PID, TID: ev.TID, Comm: ev.Comm.String(),
 		Local: addrString(ev.Local), Remote: addrString(ev.Remote), SockCookie: ev.SockCookie,
 		Reason: ev.Reason, Signal: ev.Signal, SenderPID: ev.SenderPID, SenderComm: ev.SenderComm.String(),
-		TargetInit: ev.TargetInit, ExitSignal: ev.ExitSignal,
+		SenderCgroup: ev.SenderCgroup, TargetInit: ev.TargetInit, ExitSignal: ev.ExitSignal,
 	}
 	switch ev.Type {
 	case collector.EventSignal:
@@ -51,7 +53,7 @@ func toJSONEvent(ev *collector.Event) jsonEvent {
 		code := ev.ExitCode
 		j.ExitCode = &code
 	case collector.EventConnClosedInflight:
-		j.Cause = ev.Cause.String()
+		j.Cause, j.Inflight = ev.Cause.String(), ev.Inflight.String()
 	}
 	return j
 }
@@ -88,7 +90,11 @@ func writeText(w io.Writer, ev *collector.Event) {
 			fmt.Fprintf(&b, " reason=%d", j.Reason)
 		}
 		if j.Cause != "" {
-			fmt.Fprintf(&b, " cause=%s pid=%d comm=%s", j.Cause, j.PID, j.Comm)
+			fmt.Fprintf(&b, " cause=%s inflight=%s pid=%d comm=%s", j.Cause, j.Inflight, j.PID, j.Comm)
+		}
+		if j.SenderPID != 0 {
+			// A connection opened by a task of this node (a kubelet probe).
+			fmt.Fprintf(&b, " from=%d/%s", j.SenderPID, j.SenderComm)
 		}
 	}
 	b.WriteByte('\n')

@@ -166,7 +166,8 @@ struct {
 
 /* A few sockets per (source, pod address, pod port): the kubelet may run a
  * readiness and a liveness probe on the same port at the same moment. The
- * oldest slot is overwritten; a stale one is told apart by its port. */
+ * oldest slot is overwritten; a stale one is told apart by its cookie and
+ * port. */
 #define SYN_SLOTS 4
 
 struct syn_key {
@@ -179,6 +180,7 @@ struct syn_key {
 
 struct syn_slot {
 	__u64 sk;
+	__u64 cookie; /* tells a live socket from a new one at the same address */
 	__u64 cgroup;
 	__u32 pid;
 	__u32 pad;

@@ -57,6 +57,7 @@ static __always_inline void local_connect(const struct sock *sk)
 	struct syn_slot *s = &v->s[v->next & (SYN_SLOTS - 1)];
 	v->next++;
 	s->sk = (__u64)sk;
+	s->cookie = bpf_get_socket_cookie((void *)sk);
 	s->cgroup = bpf_get_current_cgroup_id();
 	s->pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));
@@ -78,6 +79,11 @@ static __always_inline void local_source(struct event *e)
 	for (int i = 0; i < SYN_SLOTS; i++) {
 		struct syn_slot *s = &v->s[i];
 		if (!s->sk)
+			continue;
+		/* A freed socket's memory is soon another socket's: the cookie
+		 * (never reused) says whether it is still the one that connected. */
+		const struct sock *sk = (const struct sock *)s->sk;
+		if (BPF_CORE_READ(sk, __sk_common.skc_cookie.counter) != s->cookie)
 			continue;
 		const struct inet_sock *inet = (const struct inet_sock *)s->sk;
 		if (bpf_ntohs(BPF_CORE_READ(inet, inet_sport)) != e->rport)

@@ -46,6 +46,7 @@ type signalSynSlots struct {
 	S [4]struct {
 		_      structs.HostLayout
 		Sk     uint64
+		Cookie uint64
 		Cgroup uint64
 		Pid    uint32
 		Pad    uint32

@@ -74,6 +74,7 @@ type sockStateSynSlots struct {
 	S [4]struct {
 		_      structs.HostLayout
 		Sk     uint64
+		Cookie uint64
 		Cgroup uint64
 		Pid    uint32
 		Pad    uint32

@@ -98,6 +98,15 @@ func haproxySoftStop(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	if !slices.Contains(codes(got), correlate.DiagListenerClosedEarly) {
 		t.Errorf("diagnoses %v, want %s", codes(got), correlate.DiagListenerClosedEarly)
 	}
+	// Not asserted: connections_reset_at_shutdown. No client saw a reset or
+	// an empty reply (cutTo is 0), but drainwatch counts 1: haproxy, still
+	// alive, sends a RST with no socket towards 127.0.0.1:<backendPort> (its
+	// own pooled connection to the backend, inside the pod) after the last
+	// listener closed, and resetNoSocket takes it for a client's. Reported
+	// to the lead; the assertion belongs here once loopback is kept out.
+	t.Logf("connections_reset_at_shutdown %d, clients cut %d; listener_closed (last listener) %s after the stop signal",
+		got.Counts.ConnectionsResetAtShutdown, cutTo(addr, res.Work, res.Readiness, []client.Request{res.Slow}),
+		got.Marks.ListenerClosed.Sub(got.Marks.StopSignal))
 }
 
 // haproxyDeployment: container "haproxy" (image "haproxy", args) on "http"
@@ -123,9 +132,12 @@ func haproxyDeployment(ns, name string, args []string) *appsv1.Deployment {
 
 // budgetTooSmall: grace 3 s and a preStop sleep of 3 s: the kubelet leaves
 // the 2 s floor for the stop, the protocol server drains 1 s, closes its
-// listener and exits before SIGKILL. preStop 3 s + drain 1 s + margin 1 s
-// do not fit in 3 s. The client sends /work for 5 s after the deletion, so
-// it meets the closed listener in the last second.
+// listener, finishes the slow request (4.5 s from just before the deletion)
+// and exits before SIGKILL. preStop 3 s + drain 1.5 s + margin 1 s do not
+// fit in 3 s. The client sends /work for 5 s after the deletion, so it meets
+// the closed listener while the slow request holds the server alive (once
+// the server exits, the pod's network is torn down and later requests time
+// out instead of being refused).
 func budgetTooSmall(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -137,7 +149,7 @@ func budgetTooSmall(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	waitWatching(ctx, t, ds, pods)
 	victim := &pods[0]
 	addr := cluster.PodAddr(victim, cluster.ServerPort)
-	seeds := client.Seeds{Dial: c.Dial, Target: addr, Pod: addr, Window: 5 * time.Second,
+	seeds := client.Seeds{Dial: c.Dial, Target: addr, Pod: addr, Window: 5 * time.Second, SlowMs: 4500,
 		Stop: func(ctx context.Context) error { return c.DeletePod(ctx, ns, victim.Name) }}
 	res, err := seeds.Run(ctx)
 	if err != nil {
@@ -174,6 +186,11 @@ func budgetTooSmall(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	if res.Slow.Outcome != client.OK || got.Counts.RequestsKilledBySigkill != 0 || got.Partial {
 		t.Errorf("slow %s, killed %d, partial %v: want no kill, complete view", res.Slow.Outcome,
 			got.Counts.RequestsKilledBySigkill, got.PartialReasons)
+	}
+	// No SIGKILL: every request cut (reset or empty reply) was cut by the
+	// shutdown, a connection queued when the listener closed.
+	if cut := cutTo(addr, res.Work, res.Readiness); got.Counts.ConnectionsResetAtShutdown != cut {
+		t.Errorf("connections_reset_at_shutdown %d, clients saw %d reset or empty replies", got.Counts.ConnectionsResetAtShutdown, cut)
 	}
 	for _, code := range []string{correlate.DiagBudgetTooSmall, correlate.DiagListenerClosedEarly} {
 		if !slices.Contains(codes(got), code) {
@@ -252,4 +269,18 @@ func graceExceeded(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 		t.Errorf("diagnoses %v partial %v: the server closed its listener at SIGTERM, complete view expected",
 			codes(got), got.PartialReasons)
 	}
+}
+
+// cutTo counts the requests to target that ended with a reset or an empty
+// reply (EOF).
+func cutTo(target string, reqs ...[]client.Request) int {
+	n := 0
+	for _, rs := range reqs {
+		for _, r := range rs {
+			if r.Target == target && (r.Outcome == client.Reset || r.Outcome == client.EOF) {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -144,7 +144,7 @@ func (c *Correlator) reset(t *termState, e *collector.Event) {
 // client whose connection the shutdown already reset is counted once.
 func (c *Correlator) resetNoSocket(t *termState, e *collector.Event) {
 	closed := t.T.Marks.ListenerClosed
-	if t.Tentative || t.SawInitExit || closed.IsZero() || e.Time.Before(closed) || c.sourceOf(e).probe {
+	if t.Tentative || t.SawInitExit || closed.IsZero() || e.Time.Before(closed) || c.sourceOf(e).probe || inPod(e) {
 		return
 	}
 	if resetRemote(t, e.Remote) {
@@ -171,6 +171,9 @@ func (c *Correlator) connClosed(t *termState, e *collector.Event) {
 		}
 	case e.Cause == collector.CauseSigkill || e.Cause == collector.CauseSignal || t.ExitedPIDs[e.PID]:
 		t.T.Counts.ConnectionsResetAtExit++
+	case inPod(e):
+		// Between the pod's own containers (a proxy and its backend over
+		// loopback): no client sees this connection.
 	default:
 		if resetRemote(t, e.Remote) {
 			t.T.Counts.ConnectionsResetAtShutdown++
@@ -180,6 +183,12 @@ func (c *Correlator) connClosed(t *termState, e *collector.Event) {
 	if inflight && !stop.IsZero() && !e.Time.Before(stop) && !t.AcceptedAfterStop[e.SockCookie] {
 		t.T.Counts.InflightAtStopSignal++
 	}
+}
+
+// inPod says whether a connection runs over the pod's loopback, between its
+// own containers.
+func inPod(e *collector.Event) bool {
+	return e.Local.Addr().IsLoopback() || e.Remote.Addr().IsLoopback()
 }
 
 // resetRemote records a client address whose connection the shutdown reset

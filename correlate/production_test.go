@@ -120,6 +120,14 @@ func TestProductionPods(t *testing.T) {
 				closedUnanswered(63, "10.244.2.9:41003", ms(300)),
 				noSocketReset("10.244.2.9:41001", ms(120)),
 				noSocketReset("10.244.2.9:41004", ms(130)),
+				// Between the pod's own containers over loopback (a proxy's
+				// pooled connection to its backend): no client's.
+				noSocketReset("127.0.0.1:8081", ms(140)),
+				func() collector.Event {
+					e := queueReset(64, "127.0.0.1:41005", ms(150))
+					e.Local = netip.MustParseAddrPort("127.0.0.1:8081")
+					return e
+				}(),
 			),
 			counts: Counts{RefusedAfterSigterm: 10, ConnectionsResetAtShutdown: 4, InflightAtStopSignal: 1}, last: ms(650),
 			codes: []string{DiagListenerClosedEarly, DiagNoDrainDelay, DiagShutdownResets}, outcome: OutcomeRefused, stop: 15},

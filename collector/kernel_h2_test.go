@@ -1,0 +1,230 @@
+package collector
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestH2StreamsKilledBySigkill: a Go HTTP/2 cleartext server with idle
+// connections exchanging PINGs after a finished request, idle connections
+// whose last frame is the client's WINDOW_UPDATE (read last, never
+// answered), connections with one held request each and connections with
+// one open server stream each, then SIGKILL. Exactly one
+// conn_closed_inflight per held request and per server stream, cause
+// sigkill, kind stream; none for the idle ones.
+func TestH2StreamsKilledBySigkill(t *testing.T) {
+	const idle, windowed, held, streams = 4, 2, 3, 3
+	bin := buildH2Server(t)
+	l := newLab(t)
+	k := openTestKernel(t, KernelOptions{})
+	srv := l.server.Inode()
+	if err := k.WatchNetns(srv); err != nil {
+		t.Fatal(err)
+	}
+	heldFile := filepath.Join(t.TempDir(), "held")
+	cmd := l.startServer(t, 8080, bin, "-addr", serverIP+":8080", "-held", heldFile)
+	stop := make(chan struct{})
+	defer close(stop)
+	want := map[uint16]bool{}
+	for i := 0; i < idle; i++ {
+		c := dialH2(t, l)
+		c.request(t, 1, "/")
+		c.wait(t, c.ended, "the answer to /")
+		go c.pingEvery(50*time.Millisecond, stop)
+		c.waitAcks(t, 2)
+	}
+	for i := 0; i < windowed; i++ {
+		c := dialH2(t, l)
+		c.request(t, 1, "/")
+		c.wait(t, c.ended, "the answer to /")
+		c.write(t, h2Frame(h2FrameWindowUpdate, 0, 0, []byte{0, 0, 4, 0}))
+		waitAcked(t, c.c)
+	}
+	for i := 0; i < held; i++ {
+		c := dialH2(t, l)
+		c.request(t, 1, "/slow")
+		want[c.localPort()] = true
+	}
+	waitFileSize(t, heldFile, held)
+	for i := 0; i < streams; i++ {
+		c := dialH2(t, l)
+		c.request(t, 1, "/stream")
+		c.wait(t, c.data, "the first chunk of /stream")
+		want[c.localPort()] = true
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	evs := collect(k, 10*time.Second, func(evs []Event) bool { return countType(evs, EventExit, srv) > 0 })
+	evs = append(evs, drain(k, 500*time.Millisecond)...)
+	got := map[uint16]bool{}
+	for _, ev := range evs {
+		if ev.Type != EventConnClosedInflight {
+			continue
+		}
+		if ev.Cause != CauseSigkill || ev.Inflight != InflightStream || ev.NetnsIno != srv ||
+			ev.PID != uint32(cmd.Process.Pid) || !want[ev.Remote.Port()] {
+			t.Errorf("unexpected %+v", ev)
+		}
+		got[ev.Remote.Port()] = true
+	}
+	if n := countType(evs, EventConnClosedInflight, 0); n != held+streams || len(got) != held+streams {
+		t.Fatalf("%d conn_closed_inflight events (%d connections), want exactly %d", n, len(got), held+streams)
+	}
+}
+
+// buildH2Server builds testdata/h2server (the standard library's HTTP/2
+// cleartext server) into the test's temporary directory.
+func buildH2Server(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	bin := filepath.Join(t.TempDir(), "h2server")
+	out, err := exec.Command(goBin, "build", "-o", bin, "./testdata/h2server").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building testdata/h2server: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// waitFileSize waits (bounded) until path holds n bytes.
+func waitFileSize(t *testing.T, path string, n int64) {
+	t.Helper()
+	for i := 0; i < 500; i++ {
+		if st, err := os.Stat(path); err == nil && st.Size() == n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s did not reach %d bytes within 5s", path, n)
+}
+
+// h2Client speaks just enough HTTP/2 by hand (frames, literal HPACK) to
+// control exactly which frames each connection carries.
+type h2Client struct {
+	c     *net.TCPConn
+	mu    sync.Mutex // serializes writes
+	ended chan struct{}
+	data  chan struct{}
+	acks  chan struct{}
+	once  [2]sync.Once
+}
+
+const (
+	h2FrameData         = 0
+	h2FrameHeaders      = 1
+	h2FrameSettings     = 4
+	h2FramePing         = 6
+	h2FrameWindowUpdate = 8
+	h2FlagEndStream     = 1
+	h2FlagAck           = 1
+	h2FlagEndHdrs       = 4
+)
+
+func dialH2(t *testing.T, l *lab) *h2Client {
+	t.Helper()
+	h := &h2Client{c: mustDial(t, l), ended: make(chan struct{}), data: make(chan struct{}), acks: make(chan struct{}, 1024)}
+	h.write(t, append([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), h2Frame(h2FrameSettings, 0, 0, nil)...))
+	go h.read()
+	return h
+}
+
+func h2Frame(typ, flags byte, sid uint32, payload []byte) []byte {
+	b := make([]byte, 9, 9+len(payload))
+	b[0], b[1], b[2] = byte(len(payload)>>16), byte(len(payload)>>8), byte(len(payload))
+	b[3], b[4] = typ, flags
+	binary.BigEndian.PutUint32(b[5:], sid)
+	return append(b, payload...)
+}
+
+func (h *h2Client) write(t *testing.T, b []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, err := h.c.Write(b); err != nil && t != nil {
+		t.Fatal(err)
+	}
+}
+
+// request sends a GET of path on stream sid, with END_STREAM: HPACK
+// indexed :method GET and :scheme http, literal :path and :authority.
+func (h *h2Client) request(t *testing.T, sid uint32, path string) {
+	hdr := []byte{0x82, 0x86, 0x44, byte(len(path))}
+	hdr = append(hdr, path...)
+	hdr = append(hdr, 0x41, byte(len(serverIP)))
+	hdr = append(hdr, serverIP...)
+	h.write(t, h2Frame(h2FrameHeaders, h2FlagEndStream|h2FlagEndHdrs, sid, hdr))
+}
+
+// read follows the server's frames: acknowledges its SETTINGS and reports
+// DATA, the end of a stream and PING acknowledgements.
+func (h *h2Client) read() {
+	hdr := make([]byte, 9)
+	for {
+		if _, err := io.ReadFull(h.c, hdr); err != nil {
+			return
+		}
+		n := int(hdr[0])<<16 | int(hdr[1])<<8 | int(hdr[2])
+		if _, err := io.CopyN(io.Discard, h.c, int64(n)); err != nil {
+			return
+		}
+		typ, flags := hdr[3], hdr[4]
+		switch {
+		case typ == h2FrameSettings && flags&h2FlagAck == 0:
+			h.write(nil, h2Frame(h2FrameSettings, h2FlagAck, 0, nil))
+		case typ == h2FramePing && flags&h2FlagAck != 0:
+			select {
+			case h.acks <- struct{}{}:
+			default:
+			}
+		}
+		if typ == h2FrameData && n > 0 {
+			h.once[0].Do(func() { close(h.data) })
+		}
+		if (typ == h2FrameData || typ == h2FrameHeaders) && flags&h2FlagEndStream != 0 {
+			h.once[1].Do(func() { close(h.ended) })
+		}
+	}
+}
+
+// pingEvery sends a PING every period until stop (at most 400 of them).
+func (h *h2Client) pingEvery(period time.Duration, stop <-chan struct{}) {
+	for i := 0; i < 400; i++ {
+		h.write(nil, h2Frame(h2FramePing, 0, 0, make([]byte, 8)))
+		select {
+		case <-stop:
+			return
+		case <-time.After(period):
+		}
+	}
+}
+
+func (h *h2Client) wait(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(3 * time.Second):
+		t.Fatalf("no %s within 3s", what)
+	}
+}
+
+func (h *h2Client) waitAcks(t *testing.T, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		h.wait(t, h.acks, fmt.Sprintf("PING acknowledgement %d", i+1))
+	}
+}
+
+func (h *h2Client) localPort() uint16 { return uint16(h.c.LocalAddr().(*net.TCPAddr).Port) }

@@ -30,7 +30,7 @@ enum conn_proto {
 #define H2_HDR_LEN 9
 #define H2_SLOTS 16
 #define H2_STEPS 64 /* frame headers and payload skips per system call */
-#define H2_IOVS 4   /* iovecs followed per readv/writev/recvmsg/sendmsg */
+#define H2_IOVS 8   /* iovecs followed per readv/writev/recvmsg/sendmsg */
 
 #define H2_DATA 0
 #define H2_HEADERS 1

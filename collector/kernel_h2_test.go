@@ -15,15 +15,17 @@ import (
 	"time"
 )
 
-// TestH2StreamsKilledBySigkill: a Go HTTP/2 cleartext server with idle
-// connections exchanging PINGs after a finished request, idle connections
-// whose last frame is the client's WINDOW_UPDATE (read last, never
-// answered), connections with one held request each and connections with
-// one open server stream each, then SIGKILL. Exactly one
-// conn_closed_inflight per held request and per server stream, cause
-// sigkill, kind stream; none for the idle ones.
+// TestH2StreamsKilledBySigkill: a Go HTTP/2 cleartext server, then
+// SIGKILL. Its connections: idle ones exchanging PINGs after a finished
+// request; idle ones whose last frame is the client's WINDOW_UPDATE (read
+// last, never answered); ones whose held request the client reset; ones
+// with one held request each; ones with one open server stream each; one
+// multiplexing two held requests and a finished one. Exactly one
+// conn_closed_inflight per connection with an open stream (held, streams
+// and the multiplexed one), cause sigkill, kind stream; none for the
+// others.
 func TestH2StreamsKilledBySigkill(t *testing.T) {
-	const idle, windowed, held, streams = 4, 2, 3, 3
+	const idle, windowed, reset, held, streams, muxed = 4, 2, 2, 3, 3, 1
 	bin := buildH2Server(t)
 	l := newLab(t)
 	k := openTestKernel(t, KernelOptions{})
@@ -50,16 +52,38 @@ func TestH2StreamsKilledBySigkill(t *testing.T) {
 		c.write(t, h2Frame(h2FrameWindowUpdate, 0, 0, []byte{0, 0, 4, 0}))
 		waitAcked(t, c.c)
 	}
+	nheld := int64(0)
+	for i := 0; i < reset; i++ {
+		c := dialH2(t, l)
+		c.request(t, 1, "/slow")
+		nheld++
+		waitFileSize(t, heldFile, nheld)
+		c.write(t, h2Frame(h2FrameRstStream, 0, 1, []byte{0, 0, 0, 8})) // CANCEL
+		// The PING's answer says the server read the RST_STREAM.
+		c.write(t, h2Frame(h2FramePing, 0, 0, make([]byte, 8)))
+		c.waitAcks(t, 1)
+	}
 	for i := 0; i < held; i++ {
 		c := dialH2(t, l)
 		c.request(t, 1, "/slow")
 		want[c.localPort()] = true
 	}
-	waitFileSize(t, heldFile, held)
+	nheld += held
+	waitFileSize(t, heldFile, nheld)
 	for i := 0; i < streams; i++ {
 		c := dialH2(t, l)
 		c.request(t, 1, "/stream")
 		c.wait(t, c.data, "the first chunk of /stream")
+		want[c.localPort()] = true
+	}
+	for i := 0; i < muxed; i++ {
+		c := dialH2(t, l)
+		c.request(t, 1, "/slow")
+		c.request(t, 3, "/slow")
+		c.request(t, 5, "/")
+		c.wait(t, c.ended, "the answer to /")
+		nheld += 2
+		waitFileSize(t, heldFile, nheld)
 		want[c.localPort()] = true
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -79,8 +103,8 @@ func TestH2StreamsKilledBySigkill(t *testing.T) {
 		}
 		got[ev.Remote.Port()] = true
 	}
-	if n := countType(evs, EventConnClosedInflight, 0); n != held+streams || len(got) != held+streams {
-		t.Fatalf("%d conn_closed_inflight events (%d connections), want exactly %d", n, len(got), held+streams)
+	if n := countType(evs, EventConnClosedInflight, 0); n != held+streams+muxed || len(got) != held+streams+muxed {
+		t.Fatalf("%d conn_closed_inflight events (%d connections), want exactly %d", n, len(got), held+streams+muxed)
 	}
 }
 
@@ -127,6 +151,7 @@ const (
 	h2FrameData         = 0
 	h2FrameHeaders      = 1
 	h2FrameSettings     = 4
+	h2FrameRstStream    = 3
 	h2FramePing         = 6
 	h2FrameWindowUpdate = 8
 	h2FlagEndStream     = 1

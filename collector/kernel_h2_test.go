@@ -25,7 +25,7 @@ import (
 // and the multiplexed one), cause sigkill, kind stream; none for the
 // others.
 func TestH2StreamsKilledBySigkill(t *testing.T) {
-	const idle, windowed, reset, held, streams, muxed = 4, 2, 2, 3, 3, 1
+	const idle, windowed, reset, held, streams, muxed, bodied = 4, 2, 2, 3, 3, 1, 1
 	bin := buildH2Server(t)
 	l := newLab(t)
 	k := openTestKernel(t, KernelOptions{})
@@ -86,6 +86,20 @@ func TestH2StreamsKilledBySigkill(t *testing.T) {
 		waitFileSize(t, heldFile, nheld)
 		want[c.localPort()] = true
 	}
+	for i := 0; i < bodied; i++ {
+		c := dialH2(t, l)
+		c.post(t, 1, "/", 60000)
+		c.wait(t, c.ended, "the answer to the POST")
+		go c.pingEvery(50*time.Millisecond, stop)
+		c.waitAcks(t, 2)
+		c = dialH2(t, l)
+		c.post(t, 1, "/", 60000)
+		c.wait(t, c.ended, "the answer to the POST")
+		c.request(t, 3, "/slow")
+		nheld++
+		waitFileSize(t, heldFile, nheld)
+		want[c.localPort()] = true
+	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -103,8 +117,8 @@ func TestH2StreamsKilledBySigkill(t *testing.T) {
 		}
 		got[ev.Remote.Port()] = true
 	}
-	if n := countType(evs, EventConnClosedInflight, 0); n != held+streams+muxed || len(got) != held+streams+muxed {
-		t.Fatalf("%d conn_closed_inflight events (%d connections), want exactly %d", n, len(got), held+streams+muxed)
+	if n := countType(evs, EventConnClosedInflight, 0); n != held+streams+muxed+bodied || len(got) != held+streams+muxed+bodied {
+		t.Fatalf("%d conn_closed_inflight events (%d connections), want exactly %d", n, len(got), held+streams+muxed+bodied)
 	}
 }
 
@@ -191,6 +205,25 @@ func (h *h2Client) request(t *testing.T, sid uint32, path string) {
 	hdr = append(hdr, 0x41, byte(len(serverIP)))
 	hdr = append(hdr, serverIP...)
 	h.write(t, h2Frame(h2FrameHeaders, h2FlagEndStream|h2FlagEndHdrs, sid, hdr))
+}
+
+// post sends a POST of path with a body of size bytes on stream sid, in
+// DATA frames of at most 16384 bytes (the default maximum frame size).
+func (h *h2Client) post(t *testing.T, sid uint32, path string, size int) {
+	hdr := []byte{0x83, 0x86, 0x44, byte(len(path))}
+	hdr = append(hdr, path...)
+	hdr = append(hdr, 0x41, byte(len(serverIP)))
+	hdr = append(hdr, serverIP...)
+	b := h2Frame(h2FrameHeaders, h2FlagEndHdrs, sid, hdr)
+	for size > 0 {
+		n, flags := min(size, 16384), byte(0)
+		if n == size {
+			flags = h2FlagEndStream
+		}
+		b = append(b, h2Frame(h2FrameData, flags, sid, make([]byte, n))...)
+		size -= n
+	}
+	h.write(t, b)
 }
 
 // read follows the server's frames: acknowledges its SETTINGS and reports

@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 // TestH2StreamsKilledBySigkill: a Go HTTP/2 cleartext server, then
@@ -286,3 +289,116 @@ func (h *h2Client) waitAcks(t *testing.T, n int) {
 }
 
 func (h *h2Client) localPort() uint16 { return uint16(h.c.LocalAddr().(*net.TCPAddr).Port) }
+
+// BenchmarkH2ProbeRuntime reports the kernel's run time of the read and
+// write probes (sock_recv, sock_send) per round trip of 17-byte messages
+// over loopback, between two sockets of one namespace: the accepted end is
+// untracked (namespace not watched), tracked with HTTP/1-like bytes (the
+// byte rule after one preface check) or tracked speaking HTTP/2 (PING in,
+// PING ACK out, each frame header parsed). The connecting end is never
+// tracked: each round trip has two tracked and two untracked runs.
+//
+//	go test -run '^$' -bench H2ProbeRuntime -benchtime 1x ./collector/
+func BenchmarkH2ProbeRuntime(b *testing.B) {
+	const trips = 20000
+	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stats.Close()
+	ns := newChurnNetns(b)
+	k := openTestKernel(b, KernelOptions{})
+	ping := h2Frame(h2FramePing, 0, 0, make([]byte, 8))
+	pong := h2Frame(h2FramePing, h2FlagAck, 0, make([]byte, 8))
+	modes := []struct {
+		name           string
+		watch          bool
+		hello, in, out []byte
+	}{
+		{"unwatched", false, nil, ping, pong},
+		{"http1", true, nil, []byte("GET / HTTP/1.1\r\n\r\n")[:17], pong},
+		{"h2", true, append([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), h2Frame(h2FrameSettings, 0, 0, nil)...), ping, pong},
+	}
+	for b.Loop() {
+		for _, m := range modes {
+			if m.watch {
+				if err := k.WatchNetns(ns.Inode()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			before := k.probeRuntime(b, "sock_recv", "sock_send")
+			if err := ns.Do(func() error { return roundTrips(m.hello, m.in, m.out, trips) }); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(k.probeRuntime(b, "sock_recv", "sock_send")-before)/trips, "bpf_ns/trip_"+m.name)
+		}
+	}
+}
+
+// probeRuntime sums the kernel's run time of the named programs.
+func (k *Kernel) probeRuntime(b *testing.B, names ...string) time.Duration {
+	var sum time.Duration
+	for _, c := range k.colls {
+		for _, name := range names {
+			if p := c.Programs[name]; p != nil {
+				st, err := p.Stats()
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum += st.Runtime
+			}
+		}
+	}
+	return sum
+}
+
+// roundTrips connects over loopback, sends hello, then n times sends in
+// and answers out on the accepted end, with raw syscalls on one thread.
+func roundTrips(hello, in, out []byte, n int) error {
+	lfd, addr, err := loopbackListener()
+	if err != nil {
+		return err
+	}
+	defer unix.Close(lfd)
+	cfd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(cfd)
+	if err := unix.Connect(cfd, addr); err != nil {
+		return err
+	}
+	afd, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(afd)
+	buf := make([]byte, 64)
+	if len(hello) > 0 {
+		if _, err := unix.Write(cfd, hello); err != nil {
+			return err
+		}
+		if _, err := io.ReadFull(fdReader(afd), buf[:len(hello)]); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < n; i++ {
+		if _, err := unix.Write(cfd, in); err != nil {
+			return err
+		}
+		if _, err := io.ReadFull(fdReader(afd), buf[:len(in)]); err != nil {
+			return err
+		}
+		if _, err := unix.Write(afd, out); err != nil {
+			return err
+		}
+		if _, err := io.ReadFull(fdReader(cfd), buf[:len(out)]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type fdReader int
+
+func (f fdReader) Read(p []byte) (int, error) { return unix.Read(int(f), p) }

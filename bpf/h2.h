@@ -11,9 +11,9 @@
  * or RST_STREAM from either side closes it. Control frames (SETTINGS, PING,
  * WINDOW_UPDATE, PRIORITY, GOAWAY) change nothing. When the parser cannot
  * follow (a system call it does not know such as sendfile or io_uring, more
- * than H2_STEPS frames in one call, more than H2_SLOTS open streams, the
- * server writing before it read), the connection is "lost" and falls back to
- * the byte rule of bpf/inflight.h for the rest of its life. */
+ * than H2_STEPS frame headers and payloads in one call, more than H2_SLOTS
+ * open streams, more than H2_IOVS iovecs), the connection is "lost" and
+ * falls back to the byte rule of bpf/inflight.h for the rest of its life. */
 #pragma once
 
 #include "drainwatch.h"
@@ -29,7 +29,7 @@ enum conn_proto {
 #define H2_PREFACE_LEN 24
 #define H2_HDR_LEN 9
 #define H2_SLOTS 16
-#define H2_STEPS 64 /* frame headers and payload skips per system call */
+#define H2_STEPS 512 /* frame headers and payload skips per system call */
 #define H2_IOVS 8   /* iovecs followed per readv/writev/recvmsg/sendmsg */
 
 #define H2_DATA 0

@@ -70,16 +70,15 @@ int BPF_PROG(sock_send, struct sock *sk, int ret, int flags)
 	if (!c)
 		return 0;
 	c->unanswered = 0;
-	if (c->proto == PROTO_UNKNOWN || c->proto == PROTO_PREFACE) {
-		/* The server spoke first: not an HTTP/2 server's framing
-		 * the parser can follow from its start. */
-		c->proto = PROTO_OTHER;
-		return 0;
-	}
-	if (c->proto != PROTO_H2)
+	/* Before the preface is read, the server's bytes are followed as
+	 * frames too: gRPC-Go sends its SETTINGS before reading the client's
+	 * preface. A protocol where the server speaks first (not HTTP/2)
+	 * costs this until its first read, when the preface does not match. */
+	__u8 proto = c->proto;
+	if (proto != PROTO_H2 && proto != PROTO_UNKNOWN && proto != PROTO_PREFACE)
 		return 0;
 	struct h2_chunks ch = {};
 	if (!syscall_chunks(&ch, ret) || !h2_parse(c, &ch, 0, false))
-		c->proto = PROTO_H2_LOST;
+		c->proto = proto == PROTO_H2 ? PROTO_H2_LOST : PROTO_OTHER;
 	return 0;
 }

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -125,18 +126,123 @@ func TestH2StreamsKilledBySigkill(t *testing.T) {
 	}
 }
 
+// TestGrpcStreamsKilledBySigkill: a gRPC-Go health server (testdata/
+// grpcprobe, its own module) with idle connections that finished one Check,
+// connections each holding one Check and connections each with one Watch
+// (a server stream), then SIGKILL. Exactly one conn_closed_inflight per
+// held Check and per Watch, cause sigkill, kind stream; none for the idle
+// ones (which read the client's WINDOW_UPDATEs and BDP PINGs last).
+func TestGrpcStreamsKilledBySigkill(t *testing.T) {
+	const idle, held, streams = 3, 3, 2
+	bin := buildTestdata(t, "grpcprobe")
+	l := newLab(t)
+	k := openTestKernel(t, KernelOptions{})
+	srv := l.server.Inode()
+	if err := k.WatchNetns(srv); err != nil {
+		t.Fatal(err)
+	}
+	heldFile := filepath.Join(t.TempDir(), "held")
+	addr := serverIP + ":8080"
+	cmd := l.startServer(t, 8080, bin, "server", "-addr", addr, "-held", heldFile)
+	kinds := runGrpcClient(t, l, bin, "-addr", addr, "-idle", fmt.Sprint(idle), "-holds", fmt.Sprint(held), "-streams", fmt.Sprint(streams))
+	waitFileSize(t, heldFile, held)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	evs := collect(k, 10*time.Second, func(evs []Event) bool { return countType(evs, EventExit, srv) > 0 })
+	evs = append(evs, drain(k, 500*time.Millisecond)...)
+	got := map[string]int{}
+	for _, ev := range evs {
+		if ev.Type != EventConnClosedInflight {
+			continue
+		}
+		kind := kinds[ev.Remote.Port()]
+		if ev.Cause != CauseSigkill || ev.Inflight != InflightStream || ev.NetnsIno != srv ||
+			ev.PID != uint32(cmd.Process.Pid) || (kind != "held" && kind != "stream") {
+			t.Errorf("unexpected %+v (client connection %q)", ev, kind)
+		}
+		got[kind]++
+	}
+	if got["held"] != held || got["stream"] != streams || len(got) != 2 {
+		t.Fatalf("conn_closed_inflight per client connection kind: %v, want exactly held:%d stream:%d", got, held, streams)
+	}
+}
+
+// runGrpcClient runs grpcprobe's client in the client namespace until the
+// test ends and returns the kind of each of its connections by local port.
+func runGrpcClient(t *testing.T, l *lab, bin string, args ...string) map[uint16]string {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"client"}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.client.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	kinds := map[uint16]string{}
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatal("grpcprobe client exited before it was ready")
+			}
+			if line == "ready" {
+				return kinds
+			}
+			var kind string
+			var port uint16
+			if _, err := fmt.Sscan(line, &kind, &port); err != nil {
+				t.Fatalf("grpcprobe client said %q: %v", line, err)
+			}
+			kinds[port] = kind
+		case <-timeout:
+			t.Fatal("grpcprobe client not ready within 10s")
+		}
+	}
+}
+
 // buildH2Server builds testdata/h2server (the standard library's HTTP/2
 // cleartext server) into the test's temporary directory.
 func buildH2Server(t *testing.T) string {
+	t.Helper()
+	return buildTestdata(t, "h2server")
+}
+
+// buildTestdata builds the command in testdata/name (a package of this
+// module or a module of its own) into the test's temporary directory.
+func buildTestdata(t *testing.T, name string) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	bin := filepath.Join(t.TempDir(), "h2server")
-	out, err := exec.Command(goBin, "build", "-o", bin, "./testdata/h2server").CombinedOutput()
-	if err != nil {
-		t.Fatalf("building testdata/h2server: %v\n%s", err, out)
+	bin := filepath.Join(t.TempDir(), name)
+	build := exec.Command(goBin, "build", "-o", bin, ".")
+	build.Dir = filepath.Join("testdata", name)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building testdata/%s: %v\n%s", name, err, out)
 	}
 	return bin
 }

@@ -30,7 +30,7 @@ enum conn_proto {
 #define H2_HDR_LEN 9
 #define H2_SLOTS 16
 #define H2_STEPS 512 /* frame headers and payload skips per system call */
-#define H2_IOVS 8   /* iovecs followed per readv/writev/recvmsg/sendmsg */
+#define H2_IOVS 8   /* iovecs followed per readv/writev/recvmsg/sendmsg (a power of 2) */
 
 #define H2_DATA 0
 #define H2_HEADERS 1
@@ -64,23 +64,41 @@ struct h2_chunks {
 	__u32 n;
 };
 
+struct h2_iovs {
+	struct h2_chunks *ch;
+	const struct iovec *iov;
+	__u64 cnt, ret;
+	bool ok;
+};
+
+/* One iovec of a readv/writev/recvmsg/sendmsg (bpf_loop callback). */
+static long iov_step(__u32 i, void *ctx)
+{
+	struct h2_iovs *v = ctx;
+	if (v->ret == 0) {
+		v->ok = true;
+		return 1;
+	}
+	__u32 k = i & (H2_IOVS - 1); /* i itself, in a register the verifier bounds */
+	if (k != i || k >= v->cnt)
+		return 1;
+	struct iovec iov;
+	if (bpf_probe_read_user(&iov, sizeof(iov), &v->iov[k]))
+		return 1;
+	__u64 n = iov.iov_len < v->ret ? iov.iov_len : v->ret;
+	v->ch->p[k] = iov.iov_base;
+	v->ch->len[k] = n;
+	v->ch->n = k + 1;
+	v->ret -= n;
+	v->ok = v->ret == 0;
+	return 0;
+}
+
 static __always_inline bool iovs_chunks(struct h2_chunks *ch, const struct iovec *iov, __u64 cnt, __u64 ret)
 {
-	for (int i = 0; i < H2_IOVS; i++) {
-		if (ret == 0)
-			return true;
-		if (i >= cnt)
-			return false;
-		struct iovec v;
-		if (bpf_probe_read_user(&v, sizeof(v), &iov[i]))
-			return false;
-		__u64 n = v.iov_len < ret ? v.iov_len : ret;
-		ch->p[i] = v.iov_base;
-		ch->len[i] = n;
-		ch->n = i + 1;
-		ret -= n;
-	}
-	return ret == 0;
+	struct h2_iovs v = { .ch = ch, .iov = iov, .cnt = cnt, .ret = ret };
+	bpf_loop(H2_IOVS, iov_step, &v, 0);
+	return v.ok;
 }
 
 /* The chunks of the current system call that moved ret bytes, false when it
@@ -164,7 +182,7 @@ static __always_inline bool h2_frame(struct conn *c, struct h2_dir *d, const __u
 /* A walk of one direction's frames through the chunks of a system call. */
 struct h2_walk {
 	struct conn *c;
-	struct h2_chunks ch;
+	const struct h2_chunks *ch;
 	__u64 off;
 	__u32 ci;
 	bool rx;
@@ -179,12 +197,12 @@ static long h2_step(__u32 i, void *ctx)
 	struct conn *c = w->c;
 	struct h2_dir *d = w->rx ? &c->rx : &c->tx;
 	__u32 ci = w->ci;
-	if (ci >= w->ch.n || ci >= H2_IOVS) {
+	if (ci >= w->ch->n || ci >= H2_IOVS) {
 		w->result = 1;
 		return 1;
 	}
-	__u64 len = w->ch.len[ci], off = w->off;
-	const __u8 *p = w->ch.p[ci];
+	__u64 len = w->ch->len[ci], off = w->off;
+	const __u8 *p = w->ch->p[ci];
 	if (off >= len) {
 		w->ci = ci + 1;
 		w->off = 0;
@@ -226,12 +244,33 @@ lost:
  * of the first one. False when it cannot (the connection is then lost). */
 static __always_inline bool h2_parse(struct conn *c, const struct h2_chunks *ch, __u64 off, bool rx)
 {
-	struct h2_walk w = { .c = c, .ch = *ch, .off = off, .rx = rx };
+	struct h2_walk w = { .c = c, .ch = ch, .off = off, .rx = rx };
 	bpf_loop(H2_STEPS, h2_step, &w, 0);
 	if (w.result)
 		return w.result > 0;
 	/* Out of steps: fine only if the last chunk was just used up. */
-	return w.ci < H2_IOVS && w.ci + 1 == w.ch.n && w.off >= w.ch.len[w.ci];
+	return w.ci < H2_IOVS && w.ci + 1 == ch->n && w.off >= ch->len[w.ci];
+}
+
+struct h2_preface_cmp {
+	__u8 buf[H2_PREFACE_LEN];
+	__u32 got, n;
+	bool match;
+};
+
+/* One byte of the preface comparison (bpf_loop callback). */
+static long preface_step(__u32 i, void *ctx)
+{
+	struct h2_preface_cmp *m = ctx;
+	__u32 k = i & 31; /* i itself, in a register the verifier bounds */
+	if (k >= m->n || k >= H2_PREFACE_LEN)
+		return 1;
+	__u32 j = m->got + k;
+	if (j >= H2_PREFACE_LEN || m->buf[k] != h2_preface_byte(j)) {
+		m->match = false;
+		return 1;
+	}
+	return 0;
 }
 
 /* Matches the start of what the server reads against the client preface:
@@ -239,22 +278,18 @@ static __always_inline bool h2_parse(struct conn *c, const struct h2_chunks *ch,
  * preface. */
 static __always_inline long h2_match_preface(struct conn *c, const struct h2_chunks *ch)
 {
-	__u8 buf[H2_PREFACE_LEN];
-	__u32 got = c->preface_got;
-	if (got >= H2_PREFACE_LEN || ch->n == 0)
+	struct h2_preface_cmp m = { .got = c->preface_got, .match = true };
+	if (m.got >= H2_PREFACE_LEN || ch->n == 0)
 		return -1;
-	__u64 n = H2_PREFACE_LEN - got;
+	__u64 n = H2_PREFACE_LEN - m.got;
 	if (ch->len[0] < n)
 		n = ch->len[0];
-	if (n == 0 || n > H2_PREFACE_LEN || bpf_probe_read_user(buf, n, ch->p[0]))
+	if (n == 0 || n > H2_PREFACE_LEN || bpf_probe_read_user(m.buf, n, ch->p[0]))
 		return -1;
-	for (int i = 0; i < H2_PREFACE_LEN; i++) {
-		if (i >= n)
-			break;
-		__u32 j = got + i;
-		if (j >= H2_PREFACE_LEN || buf[i] != h2_preface_byte(j))
-			return -1;
-	}
-	c->preface_got = got + n;
+	m.n = n;
+	bpf_loop(H2_PREFACE_LEN, preface_step, &m, 0);
+	if (!m.match)
+		return -1;
+	c->preface_got = m.got + n;
 	return n;
 }

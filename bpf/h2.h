@@ -241,10 +241,10 @@ lost:
 }
 
 /* Follows the frames of one direction through the chunks, from offset off
- * of the first one. False when it cannot (the connection is then lost). */
-static __always_inline bool h2_parse(struct conn *c, const struct h2_chunks *ch, __u64 off, bool rx)
+ * of chunk ci. False when it cannot (the connection is then lost). */
+static __always_inline bool h2_parse(struct conn *c, const struct h2_chunks *ch, __u32 ci, __u64 off, bool rx)
 {
-	struct h2_walk w = { .c = c, .ch = ch, .off = off, .rx = rx };
+	struct h2_walk w = { .c = c, .ch = ch, .ci = ci, .off = off, .rx = rx };
 	bpf_loop(H2_STEPS, h2_step, &w, 0);
 	if (w.result)
 		return w.result > 0;
@@ -252,44 +252,49 @@ static __always_inline bool h2_parse(struct conn *c, const struct h2_chunks *ch,
 	return w.ci < H2_IOVS && w.ci + 1 == ch->n && w.off >= ch->len[w.ci];
 }
 
-struct h2_preface_cmp {
-	__u8 buf[H2_PREFACE_LEN];
-	__u32 got, n;
-	bool match;
+/* A walk of the client preface through the chunks of a read. */
+struct h2_preface_walk {
+	const struct h2_chunks *ch;
+	__u64 off;
+	__u32 ci, got;
+	bool mismatch;
 };
 
-/* One byte of the preface comparison (bpf_loop callback). */
+/* One byte of the preface, or a step to the next chunk (bpf_loop
+ * callback): once per connection, and HTTP/1 differs at its second byte. */
 static long preface_step(__u32 i, void *ctx)
 {
-	struct h2_preface_cmp *m = ctx;
-	__u32 k = i & 31; /* i itself, in a register the verifier bounds */
-	if (k >= m->n || k >= H2_PREFACE_LEN)
+	struct h2_preface_walk *m = ctx;
+	__u32 ci = m->ci;
+	if (m->got >= H2_PREFACE_LEN || ci >= m->ch->n || ci >= H2_IOVS)
 		return 1;
-	__u32 j = m->got + k;
-	if (j >= H2_PREFACE_LEN || m->buf[k] != h2_preface_byte(j)) {
-		m->match = false;
+	if (m->off >= m->ch->len[ci]) {
+		m->ci = ci + 1;
+		m->off = 0;
+		return 0;
+	}
+	__u8 b;
+	if (bpf_probe_read_user(&b, 1, m->ch->p[ci] + m->off) || b != h2_preface_byte(m->got)) {
+		m->mismatch = true;
 		return 1;
 	}
+	m->got++;
+	m->off++;
 	return 0;
 }
 
-/* Matches the start of what the server reads against the client preface:
- * the bytes of the first chunk it used, or -1 when they are not the
- * preface. */
-static __always_inline long h2_match_preface(struct conn *c, const struct h2_chunks *ch)
+/* Matches the start of what the server reads against the client preface,
+ * from where the previous reads left it. False when the bytes are not the
+ * preface; else *ci and *off say where the frames start (past the last
+ * chunk while the preface is incomplete). */
+static __always_inline bool h2_match_preface(struct conn *c, const struct h2_chunks *ch, __u32 *ci, __u64 *off)
 {
-	struct h2_preface_cmp m = { .got = c->preface_got, .match = true };
-	if (m.got >= H2_PREFACE_LEN || ch->n == 0)
-		return -1;
-	__u64 n = H2_PREFACE_LEN - m.got;
-	if (ch->len[0] < n)
-		n = ch->len[0];
-	if (n == 0 || n > H2_PREFACE_LEN || bpf_probe_read_user(m.buf, n, ch->p[0]))
-		return -1;
-	m.n = n;
-	bpf_loop(H2_PREFACE_LEN, preface_step, &m, 0);
-	if (!m.match)
-		return -1;
-	c->preface_got = m.got + n;
-	return n;
+	struct h2_preface_walk m = { .ch = ch, .got = c->preface_got };
+	bpf_loop(H2_PREFACE_LEN + H2_IOVS, preface_step, &m, 0);
+	if (m.mismatch)
+		return false;
+	c->preface_got = m.got;
+	*ci = m.ci;
+	*off = m.off;
+	return true;
 }

@@ -21,23 +21,20 @@ static __always_inline void h2_read(struct conn *c, long ret)
 		c->proto = c->proto == PROTO_H2 ? PROTO_H2_LOST : PROTO_OTHER;
 		return;
 	}
+	__u32 ci = 0;
 	__u64 off = 0;
 	if (c->proto != PROTO_H2) {
-		long n = h2_match_preface(c, &ch);
-		if (n < 0) {
+		if (!h2_match_preface(c, &ch, &ci, &off)) {
 			c->proto = PROTO_OTHER;
 			return;
 		}
 		if (c->preface_got < H2_PREFACE_LEN) {
-			/* A read shorter than the preface, or one that
-			 * continues in a second chunk: not followed. */
-			c->proto = ch.n == 1 ? PROTO_PREFACE : PROTO_OTHER;
+			c->proto = PROTO_PREFACE; /* a read shorter than the preface */
 			return;
 		}
 		c->proto = PROTO_H2;
-		off = n;
 	}
-	if (!h2_parse(c, &ch, off, true))
+	if (!h2_parse(c, &ch, ci, off, true))
 		c->proto = PROTO_H2_LOST;
 }
 
@@ -78,7 +75,7 @@ int BPF_PROG(sock_send, struct sock *sk, int ret, int flags)
 	if (proto != PROTO_H2 && proto != PROTO_UNKNOWN && proto != PROTO_PREFACE)
 		return 0;
 	struct h2_chunks ch = {};
-	if (!syscall_chunks(&ch, ret) || !h2_parse(c, &ch, 0, false))
+	if (!syscall_chunks(&ch, ret) || !h2_parse(c, &ch, 0, 0, false))
 		c->proto = proto == PROTO_H2 ? PROTO_H2_LOST : PROTO_OTHER;
 	return 0;
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -223,6 +224,182 @@ func runGrpcClient(t *testing.T, l *lab, bin string, args ...string) map[uint16]
 	}
 }
 
+// TestH2SyscallShapes: the test itself is the server, on raw sockets, and
+// reads and writes HTTP/2 in the shapes the parser must follow: frame
+// headers split across readv iovecs and across calls, a response ended in
+// a writev, recvmsg, one byte per read(2) through the preface. A system
+// call it does not follow (recvmmsg) makes the connection fall back to the
+// byte rule. Each connection is then closed by the server: exactly the
+// ones with an open stream (kind stream) or an unanswered read after the
+// fallback (kind request) report conn_closed_inflight, cause close.
+func TestH2SyscallShapes(t *testing.T) {
+	l := newLab(t)
+	k := openTestKernel(t, KernelOptions{})
+	srv := l.server.Inode()
+	if err := k.WatchNetns(srv); err != nil {
+		t.Fatal(err)
+	}
+	lfd := rawListener(t, l, 8080)
+	hello := append([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"), h2Frame(h2FrameSettings, 0, 0, nil)...)
+	get := h2Get(1, "/")
+	ping := h2Frame(h2FramePing, 0, 0, make([]byte, 8))
+	end := h2Frame(h2FrameHeaders, h2FlagEndStream|h2FlagEndHdrs, 1, []byte{0x88}) // :status 200
+	cases := []struct {
+		name  string
+		sent  []byte
+		serve func(fd int) error
+		want  InflightKind
+	}{
+		{"readv split headers", append(hello, get...), func(fd int) error {
+			return readvExactly(fd, len(hello)+len(get), 5, 7, 64)
+		}, InflightStream},
+		{"writev ends the stream, recvmsg reads a ping", append(append(hello, get...), ping...), func(fd int) error {
+			if err := readvExactly(fd, len(hello)+len(get), 30, 4, 64); err != nil {
+				return err
+			}
+			if _, err := unix.Writev(fd, [][]byte{end[:4], end[4:]}); err != nil {
+				return err
+			}
+			return recvmsgExactly(fd, len(ping), 3, 64)
+		}, InflightNone},
+		{"a byte per read", append(hello, get...), func(fd int) error {
+			return readvExactly(fd, len(hello)+len(get), 1)
+		}, InflightStream},
+		{"recvmmsg falls back to the byte rule", append(append(hello, get...), ping...), func(fd int) error {
+			if err := readvExactly(fd, len(hello)+len(get), 64); err != nil {
+				return err
+			}
+			if _, err := unix.Write(fd, end); err != nil {
+				return err
+			}
+			return recvmmsgExactly(fd, len(ping))
+		}, InflightRequest},
+	}
+	want := map[uint16]InflightKind{}
+	for _, tc := range cases {
+		c := mustDial(t, l)
+		if _, err := c.Write(tc.sent); err != nil {
+			t.Fatal(err)
+		}
+		waitAcked(t, c)
+		fd, _, err := unix.Accept4(lfd, unix.SOCK_CLOEXEC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.serve(fd); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		unix.Close(fd)
+		if tc.want != InflightNone {
+			want[uint16(c.LocalAddr().(*net.TCPAddr).Port)] = tc.want
+		}
+	}
+	evs := drain(k, 500*time.Millisecond)
+	got := 0
+	for _, ev := range evs {
+		if ev.Type != EventConnClosedInflight {
+			continue
+		}
+		got++
+		if kind, ok := want[ev.Remote.Port()]; !ok || ev.Inflight != kind || ev.Cause != CauseClose {
+			t.Errorf("unexpected %+v", ev)
+		}
+	}
+	if got != len(want) {
+		t.Fatalf("%d conn_closed_inflight events, want exactly %d", got, len(want))
+	}
+}
+
+// rawListener listens on the server's address inside its namespace.
+func rawListener(t *testing.T, l *lab, port int) int {
+	t.Helper()
+	var fd int
+	err := l.server.Do(func() error {
+		var err error
+		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			return err
+		}
+		addr := &unix.SockaddrInet4{Port: port, Addr: [4]byte(net.ParseIP(serverIP).To4())}
+		if err := unix.Bind(fd, addr); err != nil {
+			return err
+		}
+		return unix.Listen(fd, 16)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+// readvExactly reads n bytes with readv into iovecs of the given sizes.
+func readvExactly(fd, n int, sizes ...int) error {
+	for n > 0 {
+		var iovs [][]byte
+		left := n
+		for _, s := range sizes {
+			iovs = append(iovs, make([]byte, min(s, left)))
+			if left -= min(s, left); left == 0 {
+				break
+			}
+		}
+		got, err := unix.Readv(fd, iovs)
+		if err != nil {
+			return err
+		}
+		if got == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		n -= got
+	}
+	return nil
+}
+
+// recvmsgExactly reads n bytes with recvmsg into iovecs of the given sizes.
+func recvmsgExactly(fd, n int, sizes ...int) error {
+	for n > 0 {
+		var iovs [][]byte
+		for _, s := range sizes {
+			iovs = append(iovs, make([]byte, s))
+		}
+		got, _, _, _, err := unix.RecvmsgBuffers(fd, iovs, nil, 0)
+		if err != nil {
+			return err
+		}
+		if got == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		n -= got
+	}
+	return nil
+}
+
+// recvmmsgExactly reads n bytes with recvmmsg(2), a call the parser does
+// not follow.
+func recvmmsgExactly(fd, n int) error {
+	buf := make([]byte, n)
+	iov := unix.Iovec{Base: &buf[0]}
+	iov.SetLen(n)
+	var msg [1]struct {
+		hdr unix.Msghdr
+		len uint32
+		_   [4]byte
+	}
+	msg[0].hdr.Iov = &iov
+	msg[0].hdr.SetIovlen(1)
+	for n > 0 {
+		got, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg[0])), 1, unix.MSG_WAITALL, 0, 0)
+		if errno != 0 {
+			return errno
+		}
+		if got != 1 || msg[0].len == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		n -= int(msg[0].len)
+	}
+	return nil
+}
+
 // buildH2Server builds testdata/h2server (the standard library's HTTP/2
 // cleartext server) into the test's temporary directory.
 func buildH2Server(t *testing.T) string {
@@ -309,11 +486,15 @@ func (h *h2Client) write(t *testing.T, b []byte) {
 // request sends a GET of path on stream sid, with END_STREAM: HPACK
 // indexed :method GET and :scheme http, literal :path and :authority.
 func (h *h2Client) request(t *testing.T, sid uint32, path string) {
+	h.write(t, h2Get(sid, path))
+}
+
+func h2Get(sid uint32, path string) []byte {
 	hdr := []byte{0x82, 0x86, 0x44, byte(len(path))}
 	hdr = append(hdr, path...)
 	hdr = append(hdr, 0x41, byte(len(serverIP)))
 	hdr = append(hdr, serverIP...)
-	h.write(t, h2Frame(h2FrameHeaders, h2FlagEndStream|h2FlagEndHdrs, sid, hdr))
+	return h2Frame(h2FrameHeaders, h2FlagEndStream|h2FlagEndHdrs, sid, hdr)
 }
 
 // post sends a POST of path with a body of size bytes on stream sid, in

@@ -108,7 +108,21 @@ struct scope_key {
 struct conn {
 	__u64 cookie;
 	__u8 unanswered;   /* request bytes read after the server's last send */
-	__u8 pad[7];
+	__u8 proto;        /* enum conn_proto (bpf/h2.h): HTTP/2 or the byte rule */
+	__u8 preface_got;  /* bytes of the HTTP/2 client preface read so far */
+	__u8 pad;
+	__u32 max_sid;     /* highest client stream id opened */
+	/* HTTP/2 framing of one direction: the reader's (rx, written only by
+	 * reads) and the server's (tx, written only by sends). */
+	struct h2_dir {
+		__u32 left;    /* payload bytes of the current frame still to come */
+		__u8 got;      /* bytes of the next frame header seen so far */
+		__u8 hdr[9];   /* that header */
+		__u8 pad[2];
+	} rx, tx;
+	/* Ids of the open client streams, 0 for a free slot: a read opens a
+	 * slot, a send or a read closes it, never both on one slot at once. */
+	__u32 streams[16];
 };
 
 struct {

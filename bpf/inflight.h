@@ -5,6 +5,7 @@
 #pragma once
 
 #include "drainwatch.h"
+#include "h2.h"
 
 /* Bytes received but not yet read by the server. rcv_nxt counts a received
  * FIN as one sequence number, which copied_seq only passes once the server
@@ -20,6 +21,10 @@ static __always_inline bool unread_bytes(const struct sock *sk, int oldstate)
  * nothing was in flight. */
 static __always_inline __u8 conn_inflight(const struct conn *c, const struct sock *sk, int oldstate)
 {
+	/* HTTP/2 (bpf/h2.h): in flight exactly when a client stream is open.
+	 * Unread bytes do not count: they may be PINGs or WINDOW_UPDATEs. */
+	if (c->proto == PROTO_H2)
+		return h2_any_open(c) ? INFLIGHT_STREAM : INFLIGHT_NONE;
 	if (c->unanswered)
 		return INFLIGHT_REQUEST;
 	if (unread_bytes(sk, oldstate))

@@ -47,6 +47,10 @@ type probeProg struct {
 func probeObjects(opts KernelOptions) []probeObject {
 	return []probeObject{
 		{loadSockState, []probeProg{{name: "sock_state", prog: "sock_state", hook: "tp_btf/inet_sock_set_state"}}},
+		// The read and write hooks also follow HTTP/2 cleartext framing
+		// (bpf/h2.h) from the system call's user buffer: no further
+		// hook, so a kernel with these two gets it whole. A connection
+		// the parser cannot follow keeps the byte rule (bpf/inflight.h).
 		{loadInflight, []probeProg{
 			{name: "sock_recv", prog: "sock_recv", hook: "tp_btf/sock_recv_length"},
 			{name: "sock_send", prog: "sock_send", hook: "tp_btf/sock_send_length"},

@@ -22,7 +22,25 @@ type sockStateConn struct {
 	_          structs.HostLayout
 	Cookie     uint64
 	Unanswered uint8
-	Pad        [7]uint8
+	Proto      uint8
+	PrefaceGot uint8
+	Pad        uint8
+	MaxSid     uint32
+	Rx         struct {
+		_    structs.HostLayout
+		Left uint32
+		Got  uint8
+		Hdr  [9]uint8
+		Pad  [2]uint8
+	}
+	Tx struct {
+		_    structs.HostLayout
+		Left uint32
+		Got  uint8
+		Hdr  [9]uint8
+		Pad  [2]uint8
+	}
+	Streams [16]uint32
 }
 
 type sockStateEvent struct {

@@ -1,5 +1,5 @@
-// Command h2server is the HTTP/2 cleartext (prior knowledge) server of the
-// collector's kernel tests: "/" answers at once, "/slow" holds the request
+// Command h2server is the HTTP/2 cleartext (prior knowledge) and HTTP/1.1
+// server of the collector's kernel tests: "/" answers at once, "/slow" holds the request
 // until the client goes away, "/stream" writes and flushes a chunk every
 // 50 ms until the client goes away. Every "/slow" appends one byte to the
 // -held file when it starts holding, so the test knows the server has the
@@ -39,7 +39,10 @@ func main() {
 			}
 		}
 	})
+	// HTTP/1.1 too: the pipelining test speaks it; an HTTP/2 client is
+	// told apart by its preface.
 	var protocols http.Protocols
+	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
 	srv := &http.Server{Addr: *addr, Handler: mux, Protocols: &protocols}
 	log.Fatal(srv.ListenAndServe())

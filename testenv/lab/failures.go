@@ -37,6 +37,7 @@ func ignoreTermScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	addr := cluster.PodAddr(pod, cluster.ServerPort)
 	l.progress.Step("%s: pod %s on %s: %d × /slow?ms=20000 in flight, delete (grace 3 s), /work every 100 ms for 4 s from 60 ms after the delete",
 		name, pod.Name, pod.Spec.NodeName, inflightSlow)
+	deleted := time.Now()
 	slow, work, err := slowThenDelete(ctx, l, pod, addr)
 	if err != nil {
 		return nil, err
@@ -49,15 +50,24 @@ func ignoreTermScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	probes, err := l.Cluster.ProbeRefusals(pod, deleted)
+	if err != nil {
+		return nil, errorf("kubelet prober", err)
+	}
 	text := l.timelineCLI(ctx, ns, vs)
 	l.progress.Block(sideBySide("clients", fmt.Sprintf("/slow: %s\n/work: %s\nSIGKILL %.3fs after the stop signal\nexit code %d",
 		client.Summarize(slow), client.Summarize(work), agent.SIGKILLAt.Sub(agent.StopSignalAt).Seconds(), agent.ExitCode),
 		"drainwatch timeline", text, 50))
 	l.record(name, ns, vs, text, map[string][]client.Request{"slow": slow, "work": work})
-	c := vs[0].Counts
+	c, death := vs[0].Counts, Death{agent.SIGKILLAt, agent.ExitAt}
+	// The server never shuts down (its PID 1 ignores SIGTERM until the
+	// SIGKILL): whatever the clients saw reset before the SIGKILL would be
+	// a shutdown's reset, and there is none to see.
 	return []Result{{Name: name, Namespace: ns, Source: "api", Diagnoses: diagnosisCodes(vs...),
 		ClientRefused: RefusedTo(addr, slow, work), DrainwatchRefused: c.RefusedAfterSigterm,
-		ClientKilled: KilledBy(addr, Death{agent.SIGKILLAt, agent.ExitAt}, slow, work), DrainwatchKilled: c.RequestsKilledBySigkill,
+		ClientKilled: KilledBy(addr, death, slow, work), DrainwatchKilled: c.RequestsKilledBySigkill,
+		ProberProbeRefused: probes, DrainwatchProbeRefused: c.ProbeRefused,
+		ClientResetAtShutdown: ResetAtShutdownTo(addr, death, slow, work), DrainwatchResetAtShutdown: c.ConnectionsResetAtShutdown,
 		Note: fmt.Sprintf("/slow %s; /work %s; exit code %d", client.Summarize(slow), client.Summarize(work), agent.ExitCode)}}, nil
 }
 

@@ -85,8 +85,12 @@ func (l *Lab) start(ctx context.Context) error {
 		return fmt.Errorf("cluster state directory: %w", err)
 	}
 	l.progress.Step("starting testenv: control plane and 2 nodes (state in %s)", l.clusterDir)
+	// The node agents report no status.stopSignal, as kubelets without the
+	// ContainerStopSignals gate (most clusters today): drainwatch takes the
+	// stop signal from the kernel (nginx's image STOPSIGNAL SIGQUIT in
+	// nginx-sigquit); no scenario sets lifecycle.stopSignal.
 	l.Cluster, err = cluster.Start(ctx, cluster.Options{Nodes: 2, NodePrefix: l.cfg.NodePrefix,
-		ControlPlane: l.cfg.ControlPlane, Log: l.cfg.Log, Dir: l.clusterDir})
+		ControlPlane: l.cfg.ControlPlane, Log: l.cfg.Log, Dir: l.clusterDir, DisableContainerStopSignals: true})
 	if err != nil {
 		return fmt.Errorf("starting testenv: %w", err)
 	}

@@ -2,8 +2,8 @@
 // plane, node agents, the real kernel), the real `drainwatch run` binary per
 // node, a real Prometheus scraping them, and the scenarios of issue 6 — the
 // seeds' experiment, a rolling update behind a lagging router before and
-// after a preStop sleep, a PID 1 that ignores SIGTERM, a failing preStop —
-// each comparing what ground-truth clients saw with what drainwatch
+// after a preStop sleep, a PID 1 that ignores SIGTERM, a failing preStop,
+// Debian's nginx stopped by its image's SIGQUIT — each comparing what ground-truth clients saw with what drainwatch
 // reported. `make lab` (testenv/cmd/lab) and this package's test share it.
 package lab
 
@@ -35,7 +35,7 @@ type Config struct {
 	Progress     *Progress
 	Log          zerolog.Logger // testenv's own logs (warnings)
 	// Scenarios selects scenarios by name prefix ("seeds", "rollout",
-	// "ignore-term", "prestop-fails"); empty runs them all.
+	// "ignore-term", "prestop-fails", "nginx-sigquit"); empty runs them all.
 	Scenarios   []string
 	Screenshots bool // the /ui pages, with headless chromium
 }

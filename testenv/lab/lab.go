@@ -3,8 +3,8 @@
 // node, a real Prometheus scraping them, and the scenarios of issue 6 — the
 // seeds' experiment, a rolling update behind a lagging router before and
 // after a preStop sleep, a PID 1 that ignores SIGTERM, a failing preStop,
-// Debian's nginx stopped by its image's SIGQUIT — each comparing what ground-truth clients saw with what drainwatch
-// reported. `make lab` (testenv/cmd/lab) and this package's test share it.
+// Debian's nginx stopped by its image's SIGQUIT — each comparing what
+// ground-truth clients saw with what drainwatch reported. `make lab` (testenv/cmd/lab) and this package's test share it.
 package lab
 
 import (

@@ -72,3 +72,35 @@ func Killed(r client.Request, d Death) bool {
 // written reports whether the request's failure came after its request was
 // written: client.Get records a failed write as a net.OpError "write ...".
 func written(r client.Request) bool { return !strings.HasPrefix(r.Err, "write ") }
+
+// Reset at shutdown: a request to the pod whose connection was established
+// and then reset (ECONNRESET, a failed write included: an accept-queue
+// connection reset at the listener's close, or a handshake the closed
+// listener left half-open) or closed without a complete response (EOF: read
+// but not answered), while the server was alive: not killed by the SIGKILL
+// and ended before it. This is connections_reset_at_shutdown seen from the
+// other end. The lab's servers drain what they accepted before they exit
+// (Go's Shutdown, nginx's graceful SIGQUIT), so no connection is reset by
+// an exit other than SIGKILL's, which this definition would count.
+
+// ResetAtShutdownTo counts the requests to target reset or closed unanswered
+// by the shutdown of a live server.
+func ResetAtShutdownTo(target string, d Death, reqs ...[]client.Request) int {
+	n := 0
+	for _, rs := range reqs {
+		for _, r := range rs {
+			if r.Target == target && ResetAtShutdown(r, d) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// ResetAtShutdown reports whether r was reset or closed unanswered by the
+// server's shutdown while it was alive.
+func ResetAtShutdown(r client.Request, d Death) bool {
+	cut := r.Outcome == client.Reset || r.Outcome == client.EOF
+	alive := d.SIGKILL.IsZero() || r.End.Before(d.SIGKILL)
+	return cut && alive && !Killed(r, d)
+}

@@ -2,9 +2,9 @@
 // plane, node agents, the real kernel), the real `drainwatch run` binary per
 // node, a real Prometheus scraping them, and the scenarios of issue 6 — the
 // seeds' experiment, a rolling update behind a lagging router before and
-// after a preStop sleep, a PID 1 that ignores SIGTERM, a failing preStop —
-// each comparing what ground-truth clients saw with what drainwatch
-// reported. `make lab` (testenv/cmd/lab) and this package's test share it.
+// after a preStop sleep, a PID 1 that ignores SIGTERM, a failing preStop,
+// Debian's nginx stopped by its image's SIGQUIT — each comparing what
+// ground-truth clients saw with what drainwatch reported. `make lab` (testenv/cmd/lab) and this package's test share it.
 package lab
 
 import (
@@ -35,7 +35,7 @@ type Config struct {
 	Progress     *Progress
 	Log          zerolog.Logger // testenv's own logs (warnings)
 	// Scenarios selects scenarios by name prefix ("seeds", "rollout",
-	// "ignore-term", "prestop-fails"); empty runs them all.
+	// "ignore-term", "prestop-fails", "nginx-sigquit"); empty runs them all.
 	Scenarios   []string
 	Screenshots bool // the /ui pages, with headless chromium
 }
@@ -85,8 +85,12 @@ func (l *Lab) start(ctx context.Context) error {
 		return fmt.Errorf("cluster state directory: %w", err)
 	}
 	l.progress.Step("starting testenv: control plane and 2 nodes (state in %s)", l.clusterDir)
+	// The node agents report no status.stopSignal, as kubelets without the
+	// ContainerStopSignals gate (most clusters today): drainwatch takes the
+	// stop signal from the kernel (nginx's image STOPSIGNAL SIGQUIT in
+	// nginx-sigquit); no scenario sets lifecycle.stopSignal.
 	l.Cluster, err = cluster.Start(ctx, cluster.Options{Nodes: 2, NodePrefix: l.cfg.NodePrefix,
-		ControlPlane: l.cfg.ControlPlane, Log: l.cfg.Log, Dir: l.clusterDir})
+		ControlPlane: l.cfg.ControlPlane, Log: l.cfg.Log, Dir: l.clusterDir, DisableContainerStopSignals: true})
 	if err != nil {
 		return fmt.Errorf("starting testenv: %w", err)
 	}

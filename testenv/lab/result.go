@@ -12,13 +12,22 @@ import (
 // Result is one row of the final table and one element of summary.json:
 // what the clients saw next to what drainwatch reported.
 type Result struct {
-	Name              string   `json:"name"`
-	Namespace         string   `json:"namespace"`
-	ClientRefused     int      `json:"client_refused"`
-	DrainwatchRefused int      `json:"drainwatch_refused"`
-	ClientKilled      int      `json:"client_killed"`
-	DrainwatchKilled  int      `json:"drainwatch_killed"`
-	Diagnoses         []string `json:"diagnoses"`
+	Name              string `json:"name"`
+	Namespace         string `json:"namespace"`
+	ClientRefused     int    `json:"client_refused"`
+	DrainwatchRefused int    `json:"drainwatch_refused"`
+	ClientKilled      int    `json:"client_killed"`
+	DrainwatchKilled  int    `json:"drainwatch_killed"`
+	// ProberProbeRefused is the kubelet prober's own count of its probes
+	// refused since the deletion; drainwatch's is probe_refused.
+	ProberProbeRefused     int `json:"prober_probe_refused"`
+	DrainwatchProbeRefused int `json:"drainwatch_probe_refused"`
+	// ClientResetAtShutdown: connections the clients (or the router) saw
+	// reset or closed unanswered by the live server (groundtruth.go);
+	// drainwatch's is connections_reset_at_shutdown.
+	ClientResetAtShutdown     int      `json:"client_reset_at_shutdown"`
+	DrainwatchResetAtShutdown int      `json:"drainwatch_reset_at_shutdown"`
+	Diagnoses                 []string `json:"diagnoses"`
 	// Source says where drainwatch's numbers come from: "api" (the
 	// daemons' terminations) or "prometheus" (PromQL by revision).
 	Source string `json:"source"`
@@ -28,9 +37,10 @@ type Result struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Agree reports whether the scenario ran and both pairs are equal.
+// Agree reports whether the scenario ran and every pair is equal.
 func (r Result) Agree() bool {
-	return r.Error == "" && r.ClientRefused == r.DrainwatchRefused && r.ClientKilled == r.DrainwatchKilled
+	return r.Error == "" && r.ClientRefused == r.DrainwatchRefused && r.ClientKilled == r.DrainwatchKilled &&
+		r.ProberProbeRefused == r.DrainwatchProbeRefused && r.ClientResetAtShutdown == r.DrainwatchResetAtShutdown
 }
 
 // AllAgree reports whether every result agrees (and there is at least one).
@@ -47,7 +57,8 @@ func AllAgree(rs []Result) bool {
 func Table(rs []Result) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\trefused clients/drainwatch\tkilled clients/drainwatch\tagree\tdiagnosis")
+	fmt.Fprintln(tw, "scenario\trefused clients/drainwatch\tkilled clients/drainwatch\tprobe refused prober/drainwatch\t"+
+		"reset at shutdown clients/drainwatch\tagree\tdiagnosis")
 	for _, r := range rs {
 		agree := "yes"
 		if !r.Agree() {
@@ -57,8 +68,9 @@ func Table(rs []Result) string {
 		if r.Error != "" {
 			diag = "error: " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
-			r.ClientKilled, r.DrainwatchKilled, agree, diag)
+		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
+			r.ClientKilled, r.DrainwatchKilled, r.ProberProbeRefused, r.DrainwatchProbeRefused,
+			r.ClientResetAtShutdown, r.DrainwatchResetAtShutdown, agree, diag)
 	}
 	_ = tw.Flush()
 	return b.String()

@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drainwatch/drainwatch/exporter"
 	"github.com/drainwatch/drainwatch/exporter/promtest"
@@ -15,9 +19,9 @@ import (
 // revisionLabels name the replaced revisions in the table.
 var revisionLabels = []string{"no preStop", "preStop sleep 2s"}
 
-// countRollout compares, per revision of the replaced pods, the refusals
-// the router met (it is the pods' client) with Prometheus's
-// drainwatch_connections_refused_after_sigterm_total by revision.
+// countRollout compares, per revision of the replaced pods, what the
+// router met (it is the pods' client) and the kubelet prober saw with
+// Prometheus's counters by revision.
 func (l *Lab) countRollout(ctx context.Context, run *rolloutRun) ([]Result, error) {
 	revOf, err := revisions(ctx, l.Cluster.Client, rolloutNS)
 	if err != nil {
@@ -41,31 +45,51 @@ func (l *Lab) countRollout(ctx context.Context, run *rolloutRun) ([]Result, erro
 	if err != nil {
 		return nil, err
 	}
-	clients := l.clientsByRevision(run, revOf)
+	clients, err := l.clientsByRevision(run, revOf)
+	if err != nil {
+		return nil, err
+	}
 	l.progress.Block(rolloutLines(vs))
 	var out []Result
 	for i, h := range run.hashes {
 		rev := revOf[h]
-		out = append(out, revisionResult(i, rev, clients[rev], prom, vs, run))
+		out = append(out, revisionResult(i, rev, clients[rev], prom[rev], vs, run))
 	}
 	return out, nil
 }
 
-// revCount is one revision's refused and killed.
-type revCount struct{ refused, killed int }
+// revCount is one revision's refused, killed, probe refused and reset at
+// shutdown.
+type revCount = promTotals
 
 // clientsByRevision: refusals are the router's Refused records by
 // backend; killed are client requests proxied to a pod that got SIGKILL and
-// cut by it (see groundtruth.go).
-func (l *Lab) clientsByRevision(run *rolloutRun, revOf map[string]string) map[string]revCount {
+// cut by it (see groundtruth.go); resets at shutdown are the router's
+// connections the pod reset or closed unanswered while alive; probe
+// refusals are the kubelet prober's own count per pod.
+func (l *Lab) clientsByRevision(run *rolloutRun, revOf map[string]string) (map[string]revCount, error) {
 	out := map[string]revCount{}
+	add := func(p podRecord, f func(*revCount)) {
+		rc := out[revOf[p.Hash]]
+		f(&rc)
+		out[revOf[p.Hash]] = rc
+	}
 	byLocal := map[string]router.Conn{}
+	reqOf := map[string]client.Request{}
+	for _, r := range run.reqs {
+		reqOf[r.Local] = r
+	}
 	for _, c := range run.conns {
 		byLocal[c.Client] = c
-		if p, ok := run.pods.byAddr(c.Backend); ok && c.Outcome == router.Refused {
-			rc := out[revOf[p.Hash]]
-			rc.refused++
-			out[revOf[p.Hash]] = rc
+		p, ok := run.pods.byAddr(c.Backend)
+		if !ok {
+			continue
+		}
+		if c.Outcome == router.Refused {
+			add(p, func(rc *revCount) { rc.refused++ })
+		}
+		if resetByBackend(c) && !Killed(reqOf[c.Client], l.deathOf(p.UID)) {
+			add(p, func(rc *revCount) { rc.resets++ })
 		}
 	}
 	for _, r := range run.reqs {
@@ -75,12 +99,56 @@ func (l *Lab) clientsByRevision(run *rolloutRun, revOf map[string]string) map[st
 			continue
 		}
 		if Killed(r, l.deathOf(p.UID)) {
-			rc := out[revOf[p.Hash]]
-			rc.killed++
-			out[revOf[p.Hash]] = rc
+			add(p, func(rc *revCount) { rc.killed++ })
 		}
 	}
-	return out
+	for _, h := range run.hashes {
+		for _, p := range run.pods.withHash(h) {
+			n, err := l.probeRefusals(p)
+			if err != nil {
+				return nil, err
+			}
+			add(p, func(rc *revCount) { rc.probes += n })
+		}
+	}
+	return out, nil
+}
+
+// resetByBackend: the router's connection to the pod was reset by it (an
+// accept-queue connection reset at the listener's close, a handshake the
+// closed listener left half-open; a reset that came before the router's
+// connect returned fails the dial with ECONNRESET) or closed without a byte
+// of answer. The router is the pod's client; it passes each on to its own
+// client as a reset or an EOF.
+func resetByBackend(c router.Conn) bool {
+	switch c.Outcome {
+	case router.Proxied:
+		return c.BackendReset || c.BackendSilent
+	case router.DialError:
+		return strings.Contains(c.Err, syscall.ECONNRESET.Error())
+	}
+	return false
+}
+
+// probeRefusals is the kubelet prober's count of refused probes at a
+// replaced pod since its node agent began to kill it (the Killing event;
+// the deletion's timestamp has whole seconds only).
+func (l *Lab) probeRefusals(p podRecord) (int, error) {
+	var since time.Time
+	for _, t := range l.Cluster.Terminations(typesUID(p.UID)) {
+		if since.IsZero() || t.Killing.Before(since) {
+			since = t.Killing
+		}
+	}
+	if since.IsZero() {
+		return 0, fmt.Errorf("pod %s: no termination by its node agent", p.Name)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: rolloutNS, Name: p.Name}, Spec: corev1.PodSpec{NodeName: p.Node}}
+	n, err := l.Cluster.ProbeRefusals(pod, since)
+	if err != nil {
+		return 0, errorf("kubelet prober", err)
+	}
+	return n, nil
 }
 
 // deathOf is when the node agent SIGKILLed a container of the pod and when
@@ -94,34 +162,32 @@ func (l *Lab) deathOf(uid string) Death {
 	return Death{}
 }
 
-// promCounts are Prometheus's sums by revision of the namespace.
-type promCounts struct{ refused, killed map[string]int }
-
 // promByRevision waits until Prometheus has scraped every termination
 // (terminations_total by revision equals want), then reads the counters.
-func (l *Lab) promByRevision(ctx context.Context, want map[string]int) (promCounts, error) {
+func (l *Lab) promByRevision(ctx context.Context, want map[string]int) (map[string]promTotals, error) {
 	sel := fmt.Sprintf(`{namespace=%q}`, rolloutNS)
 	terms := "sum by (revision) (drainwatch_terminations_total" + sel + ")"
 	qctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	_, err := l.Prom.QueryWhen(qctx, terms, func(s []promtest.Sample) bool { return equalCounts(byRevision(s), want) })
 	if err != nil {
-		return promCounts{}, fmt.Errorf("prometheus: %w", err)
+		return nil, fmt.Errorf("prometheus: %w", err)
 	}
-	var pc promCounts
-	for _, q := range []struct {
-		metric string
-		into   *map[string]int
-	}{{"drainwatch_connections_refused_after_sigterm_total", &pc.refused}, {"drainwatch_requests_killed_by_sigkill_total", &pc.killed}} {
-		expr := "sum by (revision) (" + q.metric + sel + ")"
+	out := map[string]promTotals{}
+	for i, metric := range counterMetrics {
+		expr := "sum by (revision) (" + metric + sel + ")"
 		s, err := l.Prom.Query(ctx, expr)
 		if err != nil {
-			return pc, fmt.Errorf("prometheus: %w", err)
+			return nil, fmt.Errorf("prometheus: %w", err)
 		}
-		*q.into = byRevision(s)
-		l.progress.Step("prometheus: %s = %v", expr, *q.into)
+		for rev, v := range byRevision(s) {
+			t := out[rev]
+			*t.fields()[i] = v
+			out[rev] = t
+		}
+		l.progress.Step("prometheus: %s = %v", expr, byRevision(s))
 	}
-	return pc, nil
+	return out, nil
 }
 
 func byRevision(s []promtest.Sample) map[string]int {
@@ -142,22 +208,23 @@ func equalCounts(got, want map[string]int) bool {
 }
 
 // revisionResult is the table row of the i-th replaced revision.
-func revisionResult(i int, rev string, c revCount, prom promCounts, vs []exporter.TerminationView, run *rolloutRun) Result {
+func revisionResult(i int, rev string, c revCount, prom promTotals, vs []exporter.TerminationView, run *rolloutRun) Result {
 	var mine []exporter.TerminationView
 	for _, v := range vs {
 		if v.Workload.Revision == rev {
 			mine = append(mine, v)
 		}
 	}
-	api := sumCounts(mine...)
+	sum := sumCounts(mine...)
+	api := promTotals{sum.RefusedAfterSigterm, sum.RequestsKilledBySigkill, sum.ProbeRefused, sum.ConnectionsResetAtShutdown}
 	r := Result{Name: fmt.Sprintf("rollout/revision-%s (%s)", rev, revisionLabels[i]), Namespace: rolloutNS, Source: "prometheus",
-		ClientRefused: c.refused, DrainwatchRefused: prom.refused[rev], ClientKilled: c.killed,
-		DrainwatchKilled: prom.killed[rev], Diagnoses: diagnosisCodes(mine...),
-		Note: fmt.Sprintf("%d pods; api: refused %d killed %d; whole run: clients %s, router %s", len(mine),
-			api.RefusedAfterSigterm, api.RequestsKilledBySigkill, client.Summarize(run.reqs), routerSummary(run.conns))}
-	if api.RefusedAfterSigterm != prom.refused[rev] || api.RequestsKilledBySigkill != prom.killed[rev] {
-		r.Error = fmt.Sprintf("prometheus (refused %d, killed %d) differs from the daemons' API (refused %d, killed %d)",
-			prom.refused[rev], prom.killed[rev], api.RefusedAfterSigterm, api.RequestsKilledBySigkill)
+		ClientRefused: c.refused, DrainwatchRefused: prom.refused, ClientKilled: c.killed, DrainwatchKilled: prom.killed,
+		ProberProbeRefused: c.probes, DrainwatchProbeRefused: prom.probes,
+		ClientResetAtShutdown: c.resets, DrainwatchResetAtShutdown: prom.resets, Diagnoses: diagnosisCodes(mine...),
+		Note: fmt.Sprintf("%d pods; api %s; whole run: clients %s, router %s", len(mine),
+			api, client.Summarize(run.reqs), routerSummary(run.conns))}
+	if api != prom {
+		r.Error = fmt.Sprintf("prometheus %s differs from the daemons' API %s", prom, api)
 	}
 	return r
 }

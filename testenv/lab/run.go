@@ -31,6 +31,7 @@ func Scenarios() []Scenario {
 		{"rollout", "a rolling update behind a router 1 s late, before and after preStop sleep 2 s", rolloutScenario},
 		{"ignore-term", "a shell as PID 1 ignores SIGTERM: SIGKILL cuts the requests in flight", ignoreTermScenario},
 		{"prestop-fails", "a preStop exec of a missing binary: FailedPreStopHook, then SIGTERM at once", prestopFailsScenario},
+		{"nginx-sigquit", "Debian's nginx, its image's STOPSIGNAL SIGQUIT, none in the API, probes on: the seeds straight at the pod", nginxScenario},
 	}
 }
 
@@ -93,8 +94,9 @@ func (l *Lab) RunScenarios(ctx context.Context) []Result {
 			rs = append(rs, Result{Name: s.Name, Error: err.Error(), Diagnoses: []string{}})
 		}
 		for _, r := range rs {
-			l.progress.Step("%s: refused %d/%d, killed %d/%d (clients/drainwatch) %v", r.Name,
-				r.ClientRefused, r.DrainwatchRefused, r.ClientKilled, r.DrainwatchKilled, r.Diagnoses)
+			l.progress.Step("%s: refused %d/%d, killed %d/%d, probe refused %d/%d, reset at shutdown %d/%d (ground truth/drainwatch) %v",
+				r.Name, r.ClientRefused, r.DrainwatchRefused, r.ClientKilled, r.DrainwatchKilled, r.ProberProbeRefused,
+				r.DrainwatchProbeRefused, r.ClientResetAtShutdown, r.DrainwatchResetAtShutdown, r.Diagnoses)
 		}
 		results = append(results, rs...)
 	}

@@ -3,9 +3,12 @@ package lab
 import (
 	"context"
 	"fmt"
+	"syscall"
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/exporter"
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
 	"github.com/drainwatch/drainwatch/testenv/workload"
@@ -61,16 +64,35 @@ func (l *Lab) seedsOn(ctx context.Context, name string, dep *appsv1.Deployment) 
 	if err != nil {
 		return Result{}, err
 	}
+	probes, err := l.Cluster.ProbeRefusals(pod, res.StopAt)
+	if err != nil {
+		return Result{}, errorf("kubelet prober", err)
+	}
 	all := [][]client.Request{res.Work, res.Readiness, {res.Slow}}
 	text := l.timelineCLI(ctx, dep.Namespace, vs)
 	l.progress.Block(sideBySide("clients (0 = the delete)", res.Timeline(), "drainwatch timeline (0 = the stop signal)", text, 50))
 	l.record(name, dep.Namespace, vs, text, res)
-	c := vs[0].Counts
+	v, death := vs[0], Death{agent.SIGKILLAt, agent.ExitAt}
 	return Result{
 		Name: name, Namespace: dep.Namespace, Source: "api", Diagnoses: diagnosisCodes(vs...),
-		ClientRefused: RefusedTo(addr, all...), DrainwatchRefused: c.RefusedAfterSigterm,
-		ClientKilled: KilledBy(addr, Death{agent.SIGKILLAt, agent.ExitAt}, all...), DrainwatchKilled: c.RequestsKilledBySigkill,
-		Note: fmt.Sprintf("/work %s; /ready %s; /slow %s; exit code %d; drainwatch refused before SIGTERM %d",
-			client.Summarize(res.Work), client.Summarize(res.Readiness), res.Slow.Outcome, agent.ExitCode, c.RefusedBeforeSigterm),
+		ClientRefused: RefusedTo(addr, all...), DrainwatchRefused: v.Counts.RefusedAfterSigterm,
+		ClientKilled: KilledBy(addr, death, all...), DrainwatchKilled: v.Counts.RequestsKilledBySigkill,
+		ProberProbeRefused: probes, DrainwatchProbeRefused: v.Counts.ProbeRefused,
+		ClientResetAtShutdown: ResetAtShutdownTo(addr, death, all...), DrainwatchResetAtShutdown: v.Counts.ConnectionsResetAtShutdown,
+		Note: fmt.Sprintf("/work %s; /ready %s; /slow %s; exit code %d; %s; drainwatch refused before the stop signal %d",
+			client.Summarize(res.Work), client.Summarize(res.Readiness), res.Slow.Outcome, agent.ExitCode,
+			stopSignalNote(v, agent.StopSignal), v.Counts.RefusedBeforeSigterm),
 	}, nil
+}
+
+// stopSignalNote names the stop signal drainwatch saw, where it came from
+// (the API's status.stopSignal, or none there: the image's or the default)
+// and what the node agent sent.
+func stopSignalNote(v exporter.TerminationView, sent syscall.Signal) string {
+	api := "none in the API"
+	if v.StopSignalAPI != 0 {
+		api = "API " + collector.SignalName(v.StopSignalAPI)
+	}
+	return fmt.Sprintf("stop signal %s (%s; node agent sent %s)", exporter.StopSignalName(v.Termination), api,
+		collector.SignalName(uint32(sent)))
 }

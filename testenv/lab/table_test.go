@@ -46,12 +46,53 @@ func TestTableMarksDisagreement(t *testing.T) {
 	rs := []Result{
 		{Name: "same", ClientRefused: 44, DrainwatchRefused: 44, Diagnoses: []string{"no_drain_delay"}},
 		{Name: "differs", ClientKilled: 3, DrainwatchKilled: 2},
+		{Name: "probes differ", ProberProbeRefused: 7, DrainwatchProbeRefused: 6},
+		{Name: "resets differ", ClientResetAtShutdown: 5, DrainwatchResetAtShutdown: 4},
 	}
 	table := Table(rs)
-	if AllAgree(rs) || !strings.Contains(table, "44 / 44") || !strings.Contains(table, "3 / 2") || !strings.Contains(table, "NO") {
+	if AllAgree(rs) || !strings.Contains(table, "44 / 44") || !strings.Contains(table, "3 / 2") || !strings.Contains(table, "NO") ||
+		!strings.Contains(table, "7 / 6") || !strings.Contains(table, "5 / 4") || !strings.Contains(table, "probe refused prober/drainwatch") {
 		t.Errorf("table:\n%s", table)
+	}
+	for _, r := range rs[1:] {
+		if r.Agree() {
+			t.Errorf("%s agrees", r.Name)
+		}
 	}
 	if AllAgree(nil) || !AllAgree(rs[:1]) {
 		t.Error("AllAgree: want false for none, true for one agreeing row")
+	}
+}
+
+// TestResetAtShutdown pins the clients' definition of a connection reset by
+// the shutdown of a live server.
+func TestResetAtShutdown(t *testing.T) {
+	kill := Death{SIGKILL: time.Unix(100, 0), Exit: time.Unix(100, 0).Add(5 * time.Millisecond)}
+	at := func(s float64) time.Time { return time.Unix(0, 0).Add(time.Duration(s * float64(time.Second))) }
+	cases := []struct {
+		name    string
+		d       Death
+		end     float64
+		outcome client.Outcome
+		err     string
+		want    bool
+	}{
+		{"reset in the accept queue", Death{}, 50, client.Reset, "read: connection reset by peer", true},
+		{"half-open handshake, write failed", Death{}, 50, client.Reset, "write tcp: broken pipe", true},
+		{"closed unanswered", Death{}, 50, client.EOF, "EOF", true},
+		{"refused", Death{}, 50, client.Refused, "", false},
+		{"answered", Death{}, 50, client.OK, "", false},
+		{"reset before the SIGKILL", kill, 99, client.Reset, "read: connection reset by peer", true},
+		{"killed by the SIGKILL", kill, 100.001, client.Reset, "read: connection reset by peer", false},
+		{"write failed at the SIGKILL", kill, 100.001, client.Reset, "write tcp: broken pipe", false},
+	}
+	for _, tc := range cases {
+		r := client.Request{Target: "a", Start: at(tc.end - 0.5), End: at(tc.end), Outcome: tc.outcome, Err: tc.err}
+		if got := ResetAtShutdown(r, tc.d); got != tc.want {
+			t.Errorf("%s: reset at shutdown = %v, want %v", tc.name, got, tc.want)
+		}
+		if n := ResetAtShutdownTo("b", tc.d, []client.Request{r}); n != 0 {
+			t.Errorf("%s: another target counted", tc.name)
+		}
 	}
 }

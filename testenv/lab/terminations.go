@@ -94,6 +94,8 @@ func sumCounts(vs ...exporter.TerminationView) correlate.Counts {
 		c.RefusedAfterSigterm += v.Counts.RefusedAfterSigterm
 		c.RefusedBeforeSigterm += v.Counts.RefusedBeforeSigterm
 		c.RequestsKilledBySigkill += v.Counts.RequestsKilledBySigkill
+		c.ProbeRefused += v.Counts.ProbeRefused
+		c.ConnectionsResetAtShutdown += v.Counts.ConnectionsResetAtShutdown
 	}
 	return c
 }

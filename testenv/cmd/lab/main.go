@@ -1,10 +1,12 @@
 // Command lab is `make lab`: a two-node testenv cluster, the real
 // drainwatch binary on each node and a real Prometheus, then the seeds'
 // experiment, a rolling update behind a lagging router before and after a
-// preStop sleep, a PID 1 that ignores SIGTERM and a failing preStop. It
-// prints one line per step, each scenario's timelines beside the clients'
-// log, and a final table of clients' counts next to drainwatch's; it exits
-// 1 when any pair differs. See package testenv/lab.
+// preStop sleep, a PID 1 that ignores SIGTERM, a failing preStop and
+// Debian's nginx stopped by its image's SIGQUIT. It prints one line per
+// step, each scenario's timelines beside the clients' log, and a final
+// table of the ground truth's counts (refused, killed, probe refused, reset
+// at shutdown) next to drainwatch's; it exits 1 when any pair differs. See
+// package testenv/lab.
 //
 //	lab [--out results/<timestamp>] [--drainwatch bin/drainwatch]
 //	    [--scenario seeds --scenario rollout ...] [--screenshots=true]
@@ -40,7 +42,7 @@ func run() int {
 	var scenarios scenarioFlags
 	flag.StringVar(&cfg.Out, "out", filepath.Join("results", time.Now().Format("20060102-150405")), "results directory")
 	flag.StringVar(&cfg.Drainwatch, "drainwatch", "bin/drainwatch", "the drainwatch binary (make build)")
-	flag.Var(&scenarios, "scenario", "run only scenarios whose name starts with this (repeatable): seeds, rollout, ignore-term, prestop-fails")
+	flag.Var(&scenarios, "scenario", "run only scenarios whose name starts with this (repeatable): seeds, rollout, ignore-term, prestop-fails, nginx-sigquit")
 	flag.BoolVar(&cfg.Screenshots, "screenshots", true, "screenshot the daemons' /ui pages with headless chromium")
 	flag.Parse()
 	cfg.Scenarios = scenarios

@@ -1,5 +1,6 @@
 // Command drainwatch measures, on a Kubernetes node, the connections refused
-// after SIGTERM and the requests killed by SIGKILL during pod terminations.
+// after the stop signal and the requests killed by SIGKILL during pod
+// terminations.
 //
 // main only dispatches to subcommands; each lives in its own file
 // (trace.go, run.go, timeline.go, cleanup.go) and returns its exit code.

@@ -113,11 +113,27 @@ func isSocketEvent(t collector.EventType) bool {
 	return true
 }
 
+// addressedTo says whether a socket event of a pod's network namespace can
+// be the pod's: its local address is the pod's IP, loopback, or of another
+// family (a dual-stack pod's second address). A namespace inode is reused
+// once the namespace is freed: a restarted daemon may still hold the
+// binding of a pod that went away while it was down, and the next pod's
+// namespace may get that inode; its events name the next pod's address.
+func addressedTo(podIP, local netip.Addr) bool {
+	local = local.Unmap()
+	if !podIP.IsValid() || !local.IsValid() || local.IsLoopback() || local.Is4() != podIP.Is4() {
+		return true
+	}
+	return local == podIP
+}
+
 // attribute finds the pod (and, for process events, the container) of e.
 func (c *Correlator) attribute(e *collector.Event) (p *podState, container string) {
 	if isSocketEvent(e.Type) {
 		if uid, ok := c.idx.Netns[e.NetnsIno]; ok && e.NetnsIno != 0 {
-			return c.pods[uid], ""
+			if p := c.pods[uid]; p == nil || addressedTo(p.Pod.IP, e.Local.Addr()) {
+				return p, ""
+			}
 		}
 		if uid := c.idx.ipOwnerAt(e.Local.Addr(), e.Time); uid != "" {
 			return c.pods[uid], ""

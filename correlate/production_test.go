@@ -226,3 +226,16 @@ func stream(cookie uint64, at time.Time) collector.Event {
 	e.Inflight = collector.InflightStream
 	return e
 }
+
+// TestReusedNetnsInodeNamesAnotherPod: the namespace inode of a gone pod is
+// reused by the next pod's namespace while the binding is still held (a
+// daemon restarted after the pod went away). A refusal in that namespace
+// addressed to another IP is not the gone pod's.
+func TestReusedNetnsInodeNamesAnotherPod(t *testing.T) {
+	evs := drainedN(15, 3)
+	evs = append(evs[:len(evs)-1], sock(collector.EventRefused, netA, ipB, 0, ms(3000)), evs[len(evs)-1])
+	got := finish(t, New(Config{}), evs, ms(40000))
+	if got.Counts.RefusedAfterSigterm != 3 {
+		t.Errorf("refused after the stop signal %d, want 3: the refusal to %s in a reused namespace is not %s's", got.Counts.RefusedAfterSigterm, ipB, ipA)
+	}
+}

@@ -44,7 +44,8 @@ func dumpRouter(t *testing.T, got correlate.Termination, r *router.Router, addr 
 	}
 	for _, c := range got.Connections {
 		if c.Refused {
-			ks = append(ks, fmt.Sprintf("%.3f", c.Time.Sub(stop).Seconds()))
+			// A kubelet probe's refusal is marked: it is not the router's.
+			ks = append(ks, fmt.Sprintf("%.3f%s", c.Time.Sub(stop).Seconds(), map[bool]string{true: "(probe)"}[c.Probe]))
 		}
 	}
 	outcomes := map[string]int{}
@@ -53,5 +54,6 @@ func dumpRouter(t *testing.T, got correlate.Termination, r *router.Router, addr 
 			outcomes[cn.Outcome+" "+cn.Err]++
 		}
 	}
-	t.Logf("%s (%s): router refused at %v\nkernel refused at %v\nrouter outcomes %v\nmarks %+v", got.Pod, addr, rs, ks, outcomes, got.Marks)
+	t.Logf("%s (%s): router refused at %v\nkernel refused at %v\nnode-local sources %+v\nrouter outcomes %v\nmarks %+v",
+		got.Pod, addr, rs, ks, got.Sources, outcomes, got.Marks)
 }

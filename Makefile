@@ -17,7 +17,7 @@ VM_KERNEL   := $(CACHE)/vmkernel/vmlinuz
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 
 .PHONY: help deps mounts generate vmlinux check-generate build controlplane \
-        vmkernel test test-unit vet lab clean
+        vmkernel test test-unit vet lab clean image
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
@@ -40,6 +40,11 @@ check-generate: generate ## Fail when regenerating changes committed output.
 
 build: ## Build bin/drainwatch.
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/drainwatch ./cmd/drainwatch
+
+IMAGE_ARCHES ?= amd64 arm64
+
+image: ## Build the OCI image (bin/drainwatch-oci/, .tar, per-arch tarballs) without a container engine.
+	@GO=$(GO) bash testenv/scripts/image.sh $(BIN) $(VERSION) $(IMAGE_ARCHES)
 
 controlplane: ## Build (once, cached in .cache/) etcd and the Kubernetes control plane from k8s.io/kubernetes.
 	@bash testenv/scripts/build-controlplane.sh $(K8S_VERSION) $(K8S_BIN)

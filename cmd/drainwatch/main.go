@@ -22,6 +22,7 @@ Usage:
   drainwatch trace   [flags]   stream kernel events of a netns, cgroup or pid (no Kubernetes)
   drainwatch timeline [flags]  a termination's timeline from one or all daemons
   drainwatch cleanup [flags]   detach the eBPF programs a stopped daemon left pinned
+  drainwatch doctor  [flags]   check that this node (or pod) can run the daemon, with fixes
   drainwatch version           print the version
   drainwatch help              this text
 
@@ -46,6 +47,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return timelineCmd(args[1:], stdout, stderr)
 	case "cleanup":
 		return cleanupCmd(args[1:], stdout, stderr)
+	case "doctor":
+		return doctorCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintf(stdout, "drainwatch %s (%s)\n", exporter.Version, runtime.Version())
 		return 0

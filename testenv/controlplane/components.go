@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -60,7 +61,7 @@ func (cp *ControlPlane) startAPIServer(c *credentials, etcdURL string) error {
 		"--client-ca-file", c.CACert, "--token-auth-file", c.TokenFile,
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", c.SAPub, "--service-account-signing-key-file", c.SAKey,
-		"--service-cluster-ip-range", serviceCIDR, "--authorization-mode", "AlwaysAllow",
+		"--service-cluster-ip-range", serviceCIDR, "--authorization-mode", cmp.Or(cp.authz, "AlwaysAllow"),
 		"--endpoint-reconciler-type", "none", "--enable-priority-and-fairness=false",
 		// TaintNodesByCondition taints every new Node not-ready; the
 		// node-lifecycle controller that would lift the taint does not run.

@@ -41,7 +41,10 @@ type Config struct {
 	// --feature-gates=ContainerStopSignals=false (the v1.37 default: alpha,
 	// off), which drops spec lifecycle.stopSignal. Otherwise the gate is on.
 	DisableContainerStopSignals bool
-	Log                         zerolog.Logger
+	// Authorization is kube-apiserver's --authorization-mode; empty is
+	// AlwaysAllow. "RBAC" for tests that need a request denied.
+	Authorization string
+	Log           zerolog.Logger
 }
 
 // ControlPlane is a running control plane.
@@ -55,6 +58,7 @@ type ControlPlane struct {
 
 	log   zerolog.Logger
 	gates string     // kube-apiserver --feature-gates
+	authz string     // kube-apiserver --authorization-mode
 	procs []*process // in start order
 }
 
@@ -120,7 +124,7 @@ func prepare(cfg Config) (*ControlPlane, error) {
 	if cfg.DisableContainerStopSignals {
 		gates = "ContainerStopSignals=false"
 	}
-	return &ControlPlane{Dir: cfg.Dir, BinDir: cfg.BinDir, log: cfg.Log, gates: gates}, nil
+	return &ControlPlane{Dir: cfg.Dir, BinDir: cfg.BinDir, log: cfg.Log, gates: gates, authz: cfg.Authorization}, nil
 }
 
 func (cp *ControlPlane) start(ctx context.Context) error {

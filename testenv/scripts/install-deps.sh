@@ -19,6 +19,9 @@ have openssl || need+=(openssl)
 have python3 || need+=(python3)
 have qemu-system-x86_64 || need+=(qemu-system-x86)
 have nsenter || need+=(util-linux)
+# testenv/runtime runs the image under Debian's containerd (1.6) and runc.
+have containerd || need+=(containerd)
+have runc || need+=(runc)
 if [ ${#need[@]} -gt 0 ]; then
   echo ">> installing: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -3,6 +3,8 @@ package helm_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -147,11 +149,7 @@ func field(t *testing.T, o *unstructured.Unstructured, path ...string) any {
 }
 
 func keys(objs map[string]*unstructured.Unstructured) []string {
-	var ks []string
-	for k := range objs {
-		ks = append(ks, k)
-	}
-	return ks
+	return slices.Sorted(maps.Keys(objs))
 }
 
 func lastLine(b []byte) string {

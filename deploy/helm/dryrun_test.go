@@ -37,6 +37,9 @@ func TestServerSideDryRun(t *testing.T) {
 		kubectl("create", "namespace", namespace)
 	}
 	dir := t.TempDir()
+	// The default rendering's objects are the kustomize base's but the
+	// Namespace; the full values add the PodMonitor, the PrometheusRule and
+	// the dashboard's ConfigMap.
 	for name, values := range map[string][]string{"default": nil, "full": {fullValues}} {
 		file := filepath.Join(dir, name+".yaml")
 		if err := os.WriteFile(file, template(t, values...), 0o644); err != nil {
@@ -44,8 +47,9 @@ func TestServerSideDryRun(t *testing.T) {
 		}
 		out := strings.TrimSpace(kubectl("apply", "--dry-run=server", "-f", file))
 		t.Logf("%s values, kubectl apply --dry-run=server:\n%s", name, out)
-		if n := strings.Count(out, "(server dry run)"); n != strings.Count(out, "\n")+1 {
-			t.Errorf("%s values: not every object passed the dry run:\n%s", name, out)
+		want := map[string]int{"default": 5, "full": 8}[name]
+		if n := strings.Count(out, "(server dry run)"); n != want || strings.Count(out, "\n")+1 != want {
+			t.Errorf("%s values: %d objects passed the dry run, want %d:\n%s", name, n, want, out)
 		}
 	}
 }

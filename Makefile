@@ -20,6 +20,8 @@ HELM_VERSION     := v3.22.0
 OPERATOR_VERSION := v0.85.0
 HELM             := $(CACHE)/helm-$(HELM_VERSION)/helm
 OPCONFIG_DIR     := $(CACHE)/opconfig-$(OPERATOR_VERSION)
+PROM_SD_VERSION  := v0.305.0
+K8SSD            := $(CACHE)/k8ssd-$(PROM_SD_VERSION)/k8ssd
 
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 
@@ -55,9 +57,10 @@ helm: ## Build (once, cached in .cache/) the Helm CLI from helm.sh/helm/v3 for t
 	@bash testenv/scripts/build-gotool.sh testenv/helmbuild helm.sh/helm/v3/cmd/helm $(HELM) \
 	  "-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)"
 
-opconfig: ## Build (once, cached) the Prometheus Operator's config generator, and copy the operator's CRDs beside it.
+opconfig: ## Build (once, cached) the Prometheus Operator's config generator and Prometheus' Kubernetes discovery (testenv/k8ssd); copy the operator's CRDs.
 	@bash testenv/scripts/build-gotool.sh testenv/opconfig . $(OPCONFIG_DIR)/opconfig
 	@mkdir -p $(OPCONFIG_DIR)/crds
+	@bash testenv/scripts/build-gotool.sh testenv/k8ssd . $(K8SSD)
 	@cp -f "$$(cd testenv/opconfig && $(GO) list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)"/example/prometheus-operator-crd/*.yaml $(OPCONFIG_DIR)/crds/
 
 check-tidy: ## Fail when go mod tidy would change go.mod or go.sum.

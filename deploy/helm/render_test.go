@@ -29,10 +29,17 @@ const (
 // run runs a command (bounded to a minute) and returns its stdout.
 func run(t *testing.T, name string, args ...string) []byte {
 	t.Helper()
+	return runWithInput(t, nil, name, args...)
+}
+
+// runWithInput is run with stdin.
+func runWithInput(t *testing.T, stdin []byte, name string, args ...string) []byte {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s %s: %v\n%s%s", filepath.Base(name), strings.Join(args, " "), err, stdout.String(), stderr.String())
@@ -40,12 +47,18 @@ func run(t *testing.T, name string, args ...string) []byte {
 	return stdout.Bytes()
 }
 
-// template renders the chart as `helm install drainwatch -n drainwatch` would.
-func template(t *testing.T, valueFiles ...string) []byte {
+// template renders the chart as `helm install drainwatch -n drainwatch` would,
+// with values files and --set flags as given.
+func template(t *testing.T, values ...string) []byte {
 	t.Helper()
 	args := []string{"template", release, chart, "--namespace", namespace}
-	for _, f := range valueFiles {
-		args = append(args, "--values", f)
+	for i := 0; i < len(values); i++ {
+		if values[i] == "--set" {
+			args = append(args, "--set", values[i+1])
+			i++
+			continue
+		}
+		args = append(args, "--values", values[i])
 	}
 	return run(t, gotools.Helm(t), args...)
 }

@@ -19,6 +19,8 @@ import (
 const (
 	HelmVersion     = "v3.22.0"
 	OperatorVersion = "v0.85.0"
+	// PromSDVersion is github.com/prometheus/prometheus's in testenv/k8ssd.
+	PromSDVersion = "v0.305.0"
 )
 
 // Helm returns the cached helm binary; a missing one skips the test outside
@@ -32,6 +34,13 @@ func Helm(t testing.TB) string {
 func OpConfig(t testing.TB) string {
 	t.Helper()
 	return cached(t, "opconfig-"+OperatorVersion, "opconfig", "make opconfig")
+}
+
+// K8sSD returns the cached k8ssd binary (testenv/k8ssd): Prometheus' own
+// Kubernetes discovery writing file_sd target groups.
+func K8sSD(t testing.TB) string {
+	t.Helper()
+	return cached(t, "k8ssd-"+PromSDVersion, "k8ssd", "make opconfig")
 }
 
 // OperatorCRD returns the path of a prometheus-operator CRD (for example

@@ -9,7 +9,9 @@
 //
 // The operator runs in the cluster and so writes kubernetes_sd_configs
 // without credentials; -kubeconfig adds kubeconfig_file to each of them so
-// a Prometheus outside the cluster (a test's) discovers the same targets.
+// a Prometheus outside the cluster discovers the same targets (Debian's
+// Prometheus has no Kubernetes discovery: testenv/k8ssd then runs
+// Prometheus' own and writes file_sd_configs).
 package main
 
 import (

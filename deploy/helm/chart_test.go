@@ -156,3 +156,16 @@ func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return lines[len(lines)-1]
 }
+
+// TestLicense: the repository carries the Apache-2.0 text the chart declares.
+func TestLicense(t *testing.T) {
+	text := string(readFile(t, "../../LICENSE"))
+	for _, s := range []string{"Apache License", "Version 2.0, January 2004", "END OF TERMS AND CONDITIONS"} {
+		if !strings.Contains(text, s) {
+			t.Errorf("LICENSE lacks %q", s)
+		}
+	}
+	if !bytes.Contains(readFile(t, "drainwatch/Chart.yaml"), []byte("artifacthub.io/license: Apache-2.0")) {
+		t.Error("Chart.yaml does not declare Apache-2.0")
+	}
+}

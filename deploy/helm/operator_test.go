@@ -39,14 +39,14 @@ drainwatch_connections_refused_after_sigterm_total{namespace="shop",pod="web-7d9
 func TestOperatorConfigKeepsDrainwatchLabels(t *testing.T) {
 	cp := cptest.Get(t)
 	opconfig := gotools.OpConfig(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
 	port := serveMetrics(t)
 	createDaemonPod(ctx, t, cp.Client, port)
 
 	dir := t.TempDir()
-	honored := objects(t, template(t, "--set", "podMonitor.enabled=true"))["PodMonitor/drainwatch"]
+	honored := objects(t, template(t, "--set", "podMonitor.enabled=true", "--set", "podMonitor.interval=1s"))["PodMonitor/drainwatch"]
 	plain := honored.DeepCopy()
 	plain.SetName("drainwatch-without-honorlabels")
 	plain.Object["spec"].(map[string]any)["podMetricsEndpoints"].([]any)[0].(map[string]any)["honorLabels"] = false
@@ -70,6 +70,7 @@ func TestOperatorConfigKeepsDrainwatchLabels(t *testing.T) {
 	config := run(t, opconfig, "-prometheus-version", "v2.42.0", "-scrape-interval", "1s", pmFile)
 	config = runWithInput(t, config, gotools.K8sSD(t), "-kubeconfig", cp.Kubeconfig, "-dir", dir)
 	prom := startPrometheus(t, config)
+	t.Logf("the operator's configuration, discovery in file_sd:\n%s", config)
 
 	const metric = "drainwatch_connections_refused_after_sigterm_total"
 	for job, want := range map[string]map[string]string{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -97,8 +98,25 @@ func (p prometheus) queryUntil(ctx context.Context, t *testing.T, expr string, n
 		select {
 		case <-ctx.Done():
 			log, _ := os.ReadFile(p.log)
-			t.Fatalf("%s: %d samples (%v), want %d; Prometheus log:\n%s", expr, len(got), err, n, log)
+			t.Fatalf("%s: %d samples (%v), want %d; targets:\n%s\nPrometheus log:\n%s", expr, len(got), err, n, p.targets(), log)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// targets is Prometheus' view of its targets (for failure messages).
+func (p prometheus) targets() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/api/v1/targets?state=any", nil)
+	if err != nil {
+		return err.Error()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return string(body)
 }

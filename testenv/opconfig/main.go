@@ -66,7 +66,15 @@ func generate(files []string, version, interval string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generating the configuration: %w", err)
 	}
-	return cfg, nil
+	return expandEnv(cfg, p), nil
+}
+
+// expandEnv does what the operator's prometheus-config-reloader does before
+// Prometheus reads the file: it expands $(SHARD) and $(POD_NAME) from the
+// pod's environment (shard 0 of a single-shard Prometheus).
+func expandEnv(cfg []byte, p *monitoringv1.Prometheus) []byte {
+	cfg = bytes.ReplaceAll(cfg, []byte("$(SHARD)"), []byte("0"))
+	return bytes.ReplaceAll(cfg, []byte("$(POD_NAME)"), []byte("prometheus-"+p.Name+"-0"))
 }
 
 // readPodMonitors parses every PodMonitor of the (multi-document) files,

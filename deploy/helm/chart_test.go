@@ -60,7 +60,7 @@ func TestFullValuesRendering(t *testing.T) {
 		t.Errorf("image %v, want %v", got, want)
 	}
 	wantArgs := []any{"run", "--node-name=$(NODE_NAME)", "--listen=:9191", "--state-dir=/var/lib/dw",
-		"--pin-path=/sys/fs/bpf/dw", "--log-level=debug", "--no-events", "--kubelet-comm=k3s-server,k3s-agent"}
+		"--pin-path=/sys/fs/bpf/dw", "--unpin-on-exit", "--log-level=debug", "--no-events", "--kubelet-comm=k3s-server,k3s-agent"}
 	if diff := cmp.Diff(wantArgs, c["args"]); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}

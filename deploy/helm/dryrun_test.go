@@ -33,23 +33,62 @@ func TestServerSideDryRun(t *testing.T) {
 		kubectl("apply", "--server-side", "-f", gotools.OperatorCRD(t, plural))
 		kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/"+plural+".monitoring.coreos.com")
 	}
-	if _, err := cp.Kubectl(ctx, "get", "namespace", namespace); err != nil {
-		kubectl("create", "namespace", namespace)
-	}
+	ensureNamespace(ctx, t, cp.Client)
 	dir := t.TempDir()
 	// The default rendering's objects are the kustomize base's but the
 	// Namespace; the full values add the PodMonitor, the PrometheusRule and
-	// the dashboard's ConfigMap.
-	for name, values := range map[string][]string{"default": nil, "full": {fullValues}} {
-		file := filepath.Join(dir, name+".yaml")
-		if err := os.WriteFile(file, template(t, values...), 0o644); err != nil {
+	// the dashboard's ConfigMap; the overlay is the base's with the
+	// PodMonitor and the PrometheusRule.
+	renderings := map[string][]byte{
+		"default": template(t), "full": template(t, fullValues),
+		"kustomize overlay": kustomize(t, "../daemonset/overlays/prometheus-operator"),
+	}
+	for name, rendering := range renderings {
+		file := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
+		if err := os.WriteFile(file, rendering, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		out := strings.TrimSpace(kubectl("apply", "--dry-run=server", "-f", file))
-		t.Logf("%s values, kubectl apply --dry-run=server:\n%s", name, out)
-		want := map[string]int{"default": 5, "full": 8}[name]
+		t.Logf("%s, kubectl apply --dry-run=server:\n%s", name, out)
+		// Warnings aside (the Namespace created without kubectl apply).
+		var lines []string
+		for _, l := range strings.Split(out, "\n") {
+			if !strings.HasPrefix(l, "Warning: ") {
+				lines = append(lines, l)
+			}
+		}
+		out = strings.Join(lines, "\n")
+		want := map[string]int{"default": 5, "full": 8, "kustomize overlay": 8}[name]
 		if n := strings.Count(out, "(server dry run)"); n != want || strings.Count(out, "\n")+1 != want {
-			t.Errorf("%s values: %d objects passed the dry run, want %d:\n%s", name, n, want, out)
+			t.Errorf("%s: %d objects passed the dry run, want %d:\n%s", name, n, want, out)
 		}
 	}
+}
+
+// TestDryRunRejectsWhatTheCRDDoesNot: the dry run does check the operator's
+// schema: a misspelt honorLabels is refused, not dropped.
+func TestDryRunRejectsWhatTheCRDDoesNot(t *testing.T) {
+	cp := cptest.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, plural := range []string{"podmonitors"} {
+		if out, err := cp.Kubectl(ctx, "apply", "--server-side", "-f", gotools.OperatorCRD(t, plural)); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if out, err := cp.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd/"+plural+".monitoring.coreos.com"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	pm := strings.Replace(string(template(t, "--set", "podMonitor.enabled=true", "--show-only", "templates/podmonitor.yaml")),
+		"honorLabels: true", "honorLabel: true", 1)
+	file := filepath.Join(t.TempDir(), "podmonitor.yaml")
+	if err := os.WriteFile(file, []byte(pm), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ensureNamespace(ctx, t, cp.Client)
+	out, err := cp.Kubectl(ctx, "apply", "--dry-run=server", "-f", file)
+	if err == nil || !strings.Contains(string(out), `unknown field "spec.podMetricsEndpoints[0].honorLabel"`) {
+		t.Errorf("a PodMonitor with honorLabel passed the dry run: %v\n%s", err, out)
+	}
+	t.Logf("refused: %s", strings.TrimSpace(string(out)))
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -118,11 +119,7 @@ func serveMetrics(t *testing.T) int {
 // whose metrics port is the fake daemon's: what kubernetes_sd then discovers.
 func createDaemonPod(ctx context.Context, t *testing.T, c kubernetes.Interface, port int) {
 	t.Helper()
-	if _, err := c.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{}); err != nil {
-		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ensureNamespace(ctx, t, c)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "drainwatch-x7k2p", Namespace: namespace,
 			Labels: map[string]string{"app.kubernetes.io/name": "drainwatch"}},
@@ -143,5 +140,15 @@ func createDaemonPod(ctx context.Context, t *testing.T, c kubernetes.Interface, 
 		StartTime: &now, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}}}
 	if _, err := c.CoreV1().Pods(namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("marking the daemon's pod running on 127.0.0.1:%s: %v", strconv.Itoa(port), err)
+	}
+}
+
+// ensureNamespace creates the release's namespace unless it exists (the
+// package's tests share one control plane).
+func ensureNamespace(ctx context.Context, t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	_, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
 	}
 }

@@ -48,13 +48,13 @@ func runWithInput(t *testing.T, stdin []byte, name string, args ...string) []byt
 }
 
 // template renders the chart as `helm install drainwatch -n drainwatch` would,
-// with values files and --set flags as given.
+// with values files, --set and --show-only flags as given.
 func template(t *testing.T, values ...string) []byte {
 	t.Helper()
 	args := []string{"template", release, chart, "--namespace", namespace}
 	for i := 0; i < len(values); i++ {
-		if values[i] == "--set" {
-			args = append(args, "--set", values[i+1])
+		if values[i] == "--set" || values[i] == "--show-only" {
+			args = append(args, values[i], values[i+1])
 			i++
 			continue
 		}

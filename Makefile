@@ -63,8 +63,10 @@ opconfig: ## Build (once, cached) the Prometheus Operator's config generator and
 	@bash testenv/scripts/build-gotool.sh testenv/k8ssd . $(K8SSD)
 	@cp -f "$$(cd testenv/opconfig && $(GO) list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)"/example/prometheus-operator-crd/*.yaml $(OPCONFIG_DIR)/crds/
 
-check-tidy: ## Fail when go mod tidy would change go.mod or go.sum.
-	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy and commit"; exit 1; }
+check-tidy: ## Fail when go mod tidy would change go.mod or go.sum (the project's and testenv's tool modules).
+	@for dir in . testenv/k8sbuild testenv/helmbuild testenv/opconfig testenv/k8ssd; do \
+	  (cd $$dir && $(GO) mod tidy -diff) || { echo "$$dir: go.mod/go.sum are not tidy: run go mod tidy there and commit"; exit 1; }; \
+	done
 
 vmkernel: ## Fetch Debian's 6.1 cloud kernel (once) for the test that boots it under qemu.
 	@bash testenv/scripts/vm-kernel.sh $(dir $(VM_KERNEL)) >/dev/null

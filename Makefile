@@ -14,10 +14,19 @@ TEST_TIMEOUT ?= 40m
 
 VM_KERNEL   := $(CACHE)/vmkernel/vmlinuz
 
+# Test tools built once from Go modules of their own (testenv/helmbuild,
+# testenv/opconfig); testenv/gotools finds them at these paths.
+HELM_VERSION     := v3.22.0
+OPERATOR_VERSION := v0.85.0
+HELM             := $(CACHE)/helm-$(HELM_VERSION)/helm
+OPCONFIG_DIR     := $(CACHE)/opconfig-$(OPERATOR_VERSION)
+PROM_SD_VERSION  := v0.305.0
+K8SSD            := $(CACHE)/k8ssd-$(PROM_SD_VERSION)/k8ssd
+
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 
 .PHONY: help deps mounts generate vmlinux check-generate build controlplane \
-        vmkernel test test-unit vet lab clean image
+        vmkernel helm opconfig check-tidy test test-unit vet lab clean image
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
@@ -49,6 +58,21 @@ image: ## Build the OCI image (bin/drainwatch-oci/, .tar, per-arch tarballs) wit
 controlplane: ## Build (once, cached in .cache/) etcd and the Kubernetes control plane from k8s.io/kubernetes.
 	@bash testenv/scripts/build-controlplane.sh $(K8S_VERSION) $(K8S_BIN)
 
+helm: ## Build (once, cached in .cache/) the Helm CLI from helm.sh/helm/v3 for the chart's tests.
+	@bash testenv/scripts/build-gotool.sh testenv/helmbuild helm.sh/helm/v3/cmd/helm $(HELM) \
+	  "-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)"
+
+opconfig: ## Build (once, cached) the Prometheus Operator's config generator and Prometheus' Kubernetes discovery (testenv/k8ssd); copy the operator's CRDs.
+	@bash testenv/scripts/build-gotool.sh testenv/opconfig . $(OPCONFIG_DIR)/opconfig
+	@mkdir -p $(OPCONFIG_DIR)/crds
+	@bash testenv/scripts/build-gotool.sh testenv/k8ssd . $(K8SSD)
+	@cp -f "$$(cd testenv/opconfig && $(GO) list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)"/example/prometheus-operator-crd/*.yaml $(OPCONFIG_DIR)/crds/
+
+check-tidy: ## Fail when go mod tidy would change go.mod or go.sum (the project's and testenv's tool modules).
+	@for dir in . testenv/k8sbuild testenv/helmbuild testenv/opconfig testenv/k8ssd; do \
+	  (cd $$dir && $(GO) mod tidy -diff) || { echo "$$dir: go.mod/go.sum are not tidy: run go mod tidy there and commit"; exit 1; }; \
+	done
+
 vmkernel: ## Fetch Debian's 6.1 cloud kernel (once) for the test that boots it under qemu.
 	@bash testenv/scripts/vm-kernel.sh $(dir $(VM_KERNEL)) >/dev/null
 
@@ -58,7 +82,7 @@ vet:
 test-unit: ## Unit tests only (no root needed).
 	$(GO) test -count=1 -short ./...
 
-test: deps mounts controlplane vmkernel check-generate vet ## Everything: unit, privileged (root), end to end.
+test: deps mounts controlplane helm opconfig vmkernel check-tidy check-generate vet ## Everything: unit, privileged (root), end to end.
 	DRAINWATCH_VM_KERNEL=$(VM_KERNEL) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./...
 
 lab: deps mounts controlplane build ## The seeds' experiment and a rolling update, end to end (root).

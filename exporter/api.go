@@ -23,6 +23,7 @@ type Filter struct {
 	Namespace string
 	Workload  string
 	Pod       string
+	Revision  string
 	Since     time.Time
 }
 
@@ -35,6 +36,8 @@ func (f Filter) Match(t correlate.Termination) bool {
 		return false
 	case f.Pod != "" && t.Pod != f.Pod:
 		return false
+	case f.Revision != "" && t.Workload.Revision != f.Revision:
+		return false
 	case !f.Since.IsZero() && lastTime(t).Before(f.Since):
 		return false
 	}
@@ -44,12 +47,17 @@ func (f Filter) Match(t correlate.Termination) bool {
 // ParseFilter reads namespace, workload, pod and since from a query. since
 // is RFC 3339 or a duration back from now ("15m").
 func ParseFilter(q url.Values, now time.Time) (Filter, error) {
-	f := Filter{Namespace: q.Get("namespace"), Workload: q.Get("workload"), Pod: q.Get("pod")}
+	f := Filter{Namespace: q.Get("namespace"), Workload: q.Get("workload"), Pod: q.Get("pod"), Revision: q.Get("revision")}
 	s := q.Get("since")
 	if s == "" {
 		return f, nil
 	}
 	if d, err := time.ParseDuration(s); err == nil {
+		// A negative duration would be a time in the future: nothing matches,
+		// silently. It is a mistake for "since 5 minutes ago" (5m).
+		if d < 0 {
+			return f, fmt.Errorf("since=%q is negative: give how far back, like %s", s, -d)
+		}
 		f.Since = now.Add(-d)
 		return f, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,7 +28,7 @@ type Daemon interface {
 // ParseFilter).
 func (f Filter) Query() url.Values {
 	q := url.Values{}
-	for k, v := range map[string]string{"namespace": f.Namespace, "workload": f.Workload, "pod": f.Pod} {
+	for k, v := range map[string]string{"namespace": f.Namespace, "workload": f.Workload, "pod": f.Pod, "revision": f.Revision} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -124,20 +125,38 @@ func ProxyDaemons(ctx context.Context, client kubernetes.Interface, namespace, s
 	return ds, nil
 }
 
-// QueryDaemons asks every daemon for the terminations matching f and merges
-// the answers by start time. Daemons that fail are returned as errors; the
-// others' terminations are still returned.
+// QueryParallelism bounds the daemons QueryDaemons asks at once: a cluster
+// of hundreds of nodes answers within a few round trips, without opening
+// hundreds of proxied connections through the API server at once.
+const QueryParallelism = 16
+
+// QueryDaemons asks every daemon for the terminations matching f, at most
+// QueryParallelism at once, and merges the answers by start time. Daemons
+// that fail are returned as errors (in the order of ds); the others'
+// terminations are still returned.
 func QueryDaemons(ctx context.Context, ds []Daemon, f Filter) ([]TerminationView, []error) {
+	lists := make([]TerminationList, len(ds))
+	errs := make([]error, len(ds))
+	sem := make(chan struct{}, QueryParallelism)
+	var wg sync.WaitGroup
+	for i, d := range ds {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			lists[i], errs[i] = d.Terminations(ctx, f.Query())
+		}()
+	}
+	wg.Wait()
 	var all []TerminationView
-	var errs []error
-	for _, d := range ds {
-		list, err := d.Terminations(ctx, f.Query())
+	var failed []error
+	for i, err := range errs {
 		if err != nil {
-			errs = append(errs, fmt.Errorf("daemon %s: %w", d.Name(), err))
+			failed = append(failed, fmt.Errorf("daemon %s: %w", ds[i].Name(), err))
 			continue
 		}
-		all = append(all, list.Terminations...)
+		all = append(all, lists[i].Terminations...)
 	}
 	sortViews(all)
-	return all, errs
+	return all, failed
 }

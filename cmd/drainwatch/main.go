@@ -26,7 +26,8 @@ Usage:
   drainwatch version           print the version
   drainwatch help              this text
 
-Run "drainwatch <command> -h" for a command's flags.
+Run "drainwatch <command> -h" for a command's flags. Linked or copied as
+kubectl-drainwatch on the PATH, it is a kubectl plugin: kubectl drainwatch timeline -n shop.
 `
 
 func main() {

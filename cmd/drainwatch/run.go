@@ -81,6 +81,9 @@ func runCmd(args []string) int {
 		return 0
 	}
 	if err != nil {
+		// flag prints its own parse errors; this says why for the others
+		// (an argument after the flags).
+		fmt.Fprintln(os.Stderr, "drainwatch run:", err)
 		return 2
 	}
 	log, err := newLogger(f, os.Stderr)

@@ -25,8 +25,11 @@ type timelineFlags struct {
 	dwNamespace, selector           string
 	port                            int
 	namespace, workload, pod, since string
+	revision                        string
 	format                          string
 	timeout                         time.Duration
+	follow                          bool
+	interval                        time.Duration
 }
 
 // urlList is a repeatable (or comma-separated) --url.
@@ -52,11 +55,18 @@ func parseTimelineFlags(args []string, stderr io.Writer) (timelineFlags, error) 
 	fs.StringVar(&f.dwNamespace, "drainwatch-namespace", "drainwatch", "namespace of the drainwatch DaemonSet")
 	fs.StringVar(&f.selector, "selector", "app.kubernetes.io/name=drainwatch", "label selector of the drainwatch pods")
 	fs.IntVar(&f.port, "port", 9090, "the daemons' HTTP port")
-	fs.StringVar(&f.namespace, "namespace", "", "only terminations of pods in this namespace")
+	fs.StringVar(&f.namespace, "namespace", "", "only terminations of pods in this namespace (-n)")
+	fs.StringVar(&f.namespace, "n", "", "short for --namespace")
+	fs.StringVar(&f.revision, "revision", "", "only terminations of this revision of the workload (the revision label of the metrics)")
 	fs.StringVar(&f.workload, "workload", "", "only terminations of this workload (Deployment, StatefulSet... name)")
 	fs.StringVar(&f.pod, "pod", "", "only the termination of this pod")
 	fs.StringVar(&f.since, "since", "", "only terminations with a mark after this: a duration back from now (15m) or an RFC 3339 time")
-	fs.StringVar(&f.format, "format", "text", "text (a timeline per termination) or json")
+	fs.StringVar(&f.format, "output", "text", "text (a timeline per termination), wide (a line per termination), json or yaml (-o)")
+	fs.StringVar(&f.format, "o", "text", "short for --output")
+	fs.StringVar(&f.format, "format", "text", "same as --output")
+	fs.BoolVar(&f.follow, "follow", false, "keep asking the daemons every --interval and print terminations that are new or changed, until interrupted (-f)")
+	fs.BoolVar(&f.follow, "f", false, "short for --follow")
+	fs.DurationVar(&f.interval, "interval", 5*time.Second, "with --follow, the time between two queries")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up on the daemons after this long")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -64,15 +74,15 @@ func parseTimelineFlags(args []string, stderr io.Writer) (timelineFlags, error) 
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("drainwatch timeline takes no arguments, got %q", fs.Args())
 	}
-	if f.format != "text" && f.format != "json" {
-		return f, fmt.Errorf("--format %q: want text or json", f.format)
+	if err := checkOutput(f.format); err != nil {
+		return f, err
 	}
 	return f, nil
 }
 
 // filter turns the flags into the API's filter.
 func (f timelineFlags) filter(now time.Time) (exporter.Filter, error) {
-	q := exporter.Filter{Namespace: f.namespace, Workload: f.workload, Pod: f.pod}.Query()
+	q := exporter.Filter{Namespace: f.namespace, Workload: f.workload, Pod: f.pod, Revision: f.revision}.Query()
 	if f.since != "" {
 		q.Set("since", f.since)
 	}
@@ -102,6 +112,9 @@ func timelineCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "drainwatch timeline:", err)
 		return 1
+	}
+	if f.follow {
+		return f.followCmd(daemons, filter, stdout, stderr)
 	}
 	views, errs := exporter.QueryDaemons(ctx, daemons, filter)
 	for _, err := range errs {
@@ -149,6 +162,9 @@ func (f timelineFlags) kubeClient() (kubernetes.Interface, error) {
 }
 
 func printTimelines(w io.Writer, format string, views []exporter.TerminationView) error {
+	if format == "yaml" || format == "wide" {
+		return printOutput(w, format, views)
+	}
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

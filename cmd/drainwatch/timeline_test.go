@@ -83,7 +83,7 @@ func TestTimelineJSONAndFilters(t *testing.T) {
 	if code := timelineCmd([]string{"--url", "http://127.0.0.1:1"}, &out, &errOut); code != 1 {
 		t.Errorf("unreachable daemon: exit %d, want 1", code)
 	}
-	if code := timelineCmd([]string{"--format", "yaml"}, &out, &errOut); code != 2 {
-		t.Errorf("--format yaml: exit %d, want 2", code)
+	if code := timelineCmd([]string{"--format", "xml"}, &out, &errOut); code != 2 {
+		t.Errorf("--format xml: exit %d, want 2", code)
 	}
 }

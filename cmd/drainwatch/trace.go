@@ -61,6 +61,10 @@ func traceCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "drainwatch trace: --log-level:", err)
 		return 2
 	}
+	if err := f.checkScopes(); err != nil {
+		fmt.Fprintln(stderr, "drainwatch trace:", err)
+		return 2
+	}
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr)}).Level(level).With().Timestamp().Logger()
 	k, err := collector.OpenKernel(collector.KernelOptions{Logger: log, WatchAll: f.watchAll()})
 	if err != nil {

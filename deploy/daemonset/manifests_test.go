@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
@@ -112,8 +113,16 @@ func TestDaemonSetLeastPrivilege(t *testing.T) {
 	if !reflect.DeepEqual(c.Args, wantArgs) {
 		t.Errorf("args %v, want %v", c.Args, wantArgs)
 	}
-	if len(c.Env) != 1 || c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
-		t.Errorf("env %+v, want NODE_NAME from spec.nodeName", c.Env)
+	if len(c.Env) != 2 || c.Env[0].Name != "NODE_NAME" || c.Env[0].ValueFrom.FieldRef.FieldPath != "spec.nodeName" ||
+		c.Env[1].Name != "GOMEMLIMIT" || c.Env[1].ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
+		t.Errorf("env %+v, want NODE_NAME from spec.nodeName and GOMEMLIMIT from limits.memory", c.Env)
+	}
+	// Measured RSS: 61-67 MiB with 110 pods on the node.
+	if req := c.Resources.Requests.Memory(); req.Cmp(resource.MustParse("80Mi")) < 0 {
+		t.Errorf("memory request %s, want at least 80Mi (the measured RSS is up to 67 MiB)", req)
+	}
+	if pod.NodeSelector["kubernetes.io/os"] != "linux" {
+		t.Errorf("nodeSelector %v, want kubernetes.io/os: linux", pod.NodeSelector)
 	}
 	readOnly := map[string]bool{}
 	for _, m := range c.VolumeMounts {
@@ -164,12 +173,16 @@ func TestPrometheusRuleMatchesAlerts(t *testing.T) {
 
 func TestPodMonitorSelectsTheDaemon(t *testing.T) {
 	var pm struct {
-		Kind string `json:"kind"`
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
 		Spec struct {
 			Selector            metav1.LabelSelector `json:"selector"`
 			PodMetricsEndpoints []struct {
-				Port string `json:"port"`
-				Path string `json:"path"`
+				Port        string `json:"port"`
+				Path        string `json:"path"`
+				HonorLabels bool   `json:"honorLabels"`
 			} `json:"podMetricsEndpoints"`
 		} `json:"spec"`
 	}
@@ -181,7 +194,11 @@ func TestPodMonitorSelectsTheDaemon(t *testing.T) {
 	}
 	if pm.Kind != "PodMonitor" || !sel.Matches(labels.Set(ds.Spec.Template.Labels)) ||
 		pm.Spec.PodMetricsEndpoints[0].Port != ds.Spec.Template.Spec.Containers[0].Ports[0].Name ||
-		pm.Spec.PodMetricsEndpoints[0].Path != "/metrics" {
-		t.Errorf("PodMonitor %+v does not scrape the DaemonSet's metrics port", pm)
+		pm.Spec.PodMetricsEndpoints[0].Path != "/metrics" || !pm.Spec.PodMetricsEndpoints[0].HonorLabels {
+		t.Errorf("PodMonitor %+v does not scrape the DaemonSet's metrics port with honorLabels", pm)
+	}
+	// kube-prometheus-stack selects PodMonitors by its release label.
+	if pm.Metadata.Labels["release"] == "" {
+		t.Errorf("PodMonitor labels %v: no release label", pm.Metadata.Labels)
 	}
 }

@@ -28,7 +28,10 @@ func Dashboard() (dashboard.Dashboard, error) {
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).
 		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").Label("Data source").Type("prometheus")).
 		WithVariable(labelVariable("namespace", `label_values(drainwatch_terminations_total, namespace)`)).
-		WithVariable(labelVariable("workload", `label_values(drainwatch_terminations_total{namespace=~"$namespace"}, workload)`))
+		WithVariable(labelVariable("workload", `label_values(drainwatch_terminations_total{namespace=~"$namespace"}, workload)`)).
+		WithVariable(labelVariable("revision", `label_values(drainwatch_terminations_total{namespace=~"$namespace", workload=~"$workload"}, revision)`)).
+		WithVariable(labelVariable("node", `label_values(drainwatch_build_info, node)`)).
+		Annotation(rollouts())
 	b.WithRow(dashboard.NewRowBuilder("Rollouts: traffic lost per revision"))
 	b.WithPanel(bars("Connections refused after the stop signal", "Connection attempts answered with ECONNREFUSED after the stop signal: the listener closed before routing stopped sending traffic. Fix: a preStop sleep or drain delay longer than the routing lag.", qRefusedRate, "{{workload}} rev {{revision}}"))
 	b.WithPanel(bars("Requests killed by SIGKILL", "Requests in flight when the kubelet sent SIGKILL. Fix: a grace period above preStop + drain + cleanup.", qKilledRate, "{{workload}} rev {{revision}}"))
@@ -58,6 +61,15 @@ func Dashboard() (dashboard.Dashboard, error) {
 		return d, fmt.Errorf("building the dashboard: %w", err)
 	}
 	return d, nil
+}
+
+// rollouts annotates the time axis where a revision's first termination
+// appears: the start of a rollout away from it.
+func rollouts() *dashboard.AnnotationQueryBuilder {
+	return dashboard.NewAnnotationQueryBuilder().Name("Rollouts").Datasource(datasource()).Enable(true).
+		IconColor("blue").Expr(qRollouts).Step("1m").
+		TitleFormat("{{namespace}}/{{workload}} revision {{revision}}: terminations started").
+		TagKeys("namespace,workload,revision")
 }
 
 func labelVariable(name, q string) *dashboard.QueryVariableBuilder {

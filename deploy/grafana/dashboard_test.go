@@ -26,8 +26,9 @@ func TestCommittedJSONIsGenerated(t *testing.T) {
 	}
 }
 
-// dashboardQueries returns every panel expression and the selectors of the
-// template variables' label_values() queries, from the committed JSON.
+// dashboardQueries returns every panel and annotation expression and the
+// selectors of the template variables' label_values() queries, from the
+// committed JSON.
 func dashboardQueries(t *testing.T) []string {
 	t.Helper()
 	var d struct {
@@ -36,6 +37,11 @@ func dashboardQueries(t *testing.T) []string {
 				Expr string `json:"expr"`
 			} `json:"targets"`
 		} `json:"panels"`
+		Annotations struct {
+			List []struct {
+				Expr string `json:"expr"`
+			} `json:"list"`
+		} `json:"annotations"`
 		Templating struct {
 			List []struct {
 				Type  string `json:"type"`
@@ -56,6 +62,11 @@ func dashboardQueries(t *testing.T) []string {
 			qs = append(qs, tg.Expr)
 		}
 	}
+	for _, a := range d.Annotations.List {
+		if a.Expr != "" {
+			qs = append(qs, a.Expr)
+		}
+	}
 	for _, v := range d.Templating.List {
 		if sel, ok := strings.CutPrefix(v.Query, "label_values("); ok && v.Type == "query" {
 			qs = append(qs, sel[:strings.LastIndex(sel, ",")])
@@ -66,8 +77,8 @@ func dashboardQueries(t *testing.T) []string {
 
 func TestQueriesParseAsPromQL(t *testing.T) {
 	qs := dashboardQueries(t)
-	if len(qs) != 22 {
-		t.Fatalf("%d queries, want 22 (20 panel targets, 2 variables)", len(qs))
+	if len(qs) != 25 {
+		t.Fatalf("%d queries, want 25 (20 panel targets, 1 annotation, 4 variables)", len(qs))
 	}
 	promtest.CheckQueries(t, qs)
 }

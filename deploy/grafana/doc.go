@@ -4,3 +4,4 @@
 package grafana
 
 //go:generate go run ./gen -o drainwatch.json
+//go:generate cp drainwatch.json ../helm/drainwatch/files/drainwatch.json

@@ -1,8 +1,13 @@
 package grafana
 
-// Selectors shared by the per-workload panels: the dashboard's namespace and
-// workload variables.
-const sel = `namespace=~"$namespace", workload=~"$workload"`
+// Selectors shared by the per-workload panels: the dashboard's namespace,
+// workload, revision and node variables. node is the PodMonitor's target
+// label (the daemon's node); where a Prometheus scrapes without it, "All"
+// (.*) still matches the series that lack it.
+const sel = `namespace=~"$namespace", workload=~"$workload", revision=~"$revision", node=~"$node"`
+
+// nodeSel selects the daemons of the node variable.
+const nodeSel = `node=~"$node"`
 
 // Per-rollout queries. Counters of a revision are summed over nodes; the
 // revision is the rollout identity, so "per revision" reads "per rollout".
@@ -29,11 +34,19 @@ var (
 
 // drainwatch's own health.
 var (
-	qProbesDown   = `count by (probe) (drainwatch_probe_attached == 0)`
-	qProbesUp     = `sum by (probe) (drainwatch_probe_attached)`
-	qEventsRate   = `sum by (type) (rate(drainwatch_kernel_events_total[$__rate_interval]))`
-	qEventsLost   = `sum by (instance) (increase(drainwatch_kernel_events_lost_total[$__rate_interval]))`
-	qUnattributed = `sum by (type) (rate(drainwatch_unattributed_events_total[$__rate_interval]))`
-	qVersions     = `count by (version, goversion) (drainwatch_build_info)`
-	qMemory       = `max by (instance) (process_resident_memory_bytes * on (instance, job) group_left () drainwatch_build_info)`
+	qProbesDown   = `count by (probe) (drainwatch_probe_attached{` + nodeSel + `} == 0)`
+	qProbesUp     = `sum by (probe) (drainwatch_probe_attached{` + nodeSel + `})`
+	qEventsRate   = `sum by (type) (rate(drainwatch_kernel_events_total{` + nodeSel + `}[$__rate_interval]))`
+	qEventsLost   = `sum by (instance) (increase(drainwatch_kernel_events_lost_total{` + nodeSel + `}[$__rate_interval]))`
+	qUnattributed = `sum by (type) (rate(drainwatch_unattributed_events_total{` + nodeSel + `}[$__rate_interval]))`
+	qVersions     = `count by (version, goversion) (drainwatch_build_info{` + nodeSel + `})`
+	qMemory       = `max by (instance) (process_resident_memory_bytes * on (instance, job) group_left () drainwatch_build_info{` + nodeSel + `})`
+)
+
+// qRollouts marks a rollout on the time axis: the first termination of a
+// revision (its terminations counter is born), i.e. when pods of that
+// revision started being replaced or removed.
+var (
+	qRollouts = `count by (namespace, workload, revision) (drainwatch_terminations_total{namespace=~"$namespace", workload=~"$workload"})` +
+		` unless count by (namespace, workload, revision) (drainwatch_terminations_total{namespace=~"$namespace", workload=~"$workload"} offset 2m)`
 )

@@ -5,3 +5,4 @@
 package prometheus
 
 //go:generate go run ./gen
+//go:generate cp alerts.yaml ../helm/drainwatch/files/alerts.yaml

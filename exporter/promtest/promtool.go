@@ -18,7 +18,7 @@ const PromtoolBin = "/usr/bin/promtool"
 // ordinary PromQL (Grafana substitutes them before sending a query).
 var grafanaMacros = strings.NewReplacer(
 	"$__rate_interval", "1m", "$__interval", "1m", "$__range", "1h",
-	`"$namespace"`, `".*"`, `"$workload"`, `".*"`,
+	`"$namespace"`, `".*"`, `"$workload"`, `".*"`, `"$revision"`, `".*"`, `"$node"`, `".*"`,
 )
 
 // CheckQueries makes Prometheus's own parser judge exprs: each becomes a

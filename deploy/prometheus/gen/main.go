@@ -18,6 +18,9 @@ apiVersion: monitoring.coreos.com/v1
 kind: PrometheusRule
 metadata:
   name: drainwatch
+  labels:
+    # kube-prometheus-stack selects rules by its release name: change it to yours.
+    release: kube-prometheus-stack
 spec:
 `
 

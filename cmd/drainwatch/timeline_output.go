@@ -1,0 +1,70 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/drainwatch/drainwatch/exporter"
+)
+
+// outputs are timeline's -o values, kubectl's names where they mean the same.
+var outputs = []string{"text", "wide", "json", "yaml"}
+
+func checkOutput(format string) error {
+	for _, o := range outputs {
+		if format == o {
+			return nil
+		}
+	}
+	return fmt.Errorf("-o %q: want text, wide, json or yaml", format)
+}
+
+// printOutput writes the yaml and wide outputs.
+func printOutput(w io.Writer, format string, views []exporter.TerminationView) error {
+	if views == nil {
+		views = []exporter.TerminationView{}
+	}
+	if format == "yaml" {
+		data, err := yaml.Marshal(exporter.TerminationList{Terminations: views})
+		if err != nil {
+			return fmt.Errorf("encoding YAML: %w", err)
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	return writeWide(w, views, true)
+}
+
+// wideHeader names writeWide's columns: a line per termination, what it lost.
+const wideHeader = "NAMESPACE\tPOD\tWORKLOAD\tREVISION\tNODE\tSTARTED\tOUTCOME\tREFUSED\tKILLED\tRESET\tCOMPLETE"
+
+func writeWide(w io.Writer, views []exporter.TerminationView, header bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if header {
+		fmt.Fprintln(tw, wideHeader)
+	}
+	for _, v := range views {
+		started := "-"
+		if t := exporter.StartTime(v.Termination); !t.IsZero() {
+			started = t.UTC().Format(time.RFC3339)
+		}
+		c := v.Counts
+		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n",
+			v.Workload.Namespace, v.Pod, v.Workload.Kind, v.Workload.Name, orDash(v.Workload.Revision), v.Node,
+			started, orDash(v.Outcome), c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.ConnectionsResetAtShutdown,
+			strconv.FormatBool(v.Complete))
+	}
+	return tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

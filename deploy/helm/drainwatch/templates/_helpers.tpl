@@ -1,0 +1,34 @@
+{{/* The release's objects are named after the release unless it already contains the chart's name. */}}
+{{- define "drainwatch.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The kustomize base's labels, on every object. */}}
+{{- define "drainwatch.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/part-of: drainwatch
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* Pods are selected by name only: `drainwatch timeline` finds them with app.kubernetes.io/name=drainwatch. */}}
+{{- define "drainwatch.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+{{- end -}}
+
+{{- define "drainwatch.serviceAccountName" -}}
+{{- default (include "drainwatch.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{- define "drainwatch.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end -}}
+{{- end -}}

@@ -32,7 +32,9 @@ const (
 	// EventConnClosedInflight is an accepted connection torn down while a
 	// request was in flight.
 	EventConnClosedInflight
-	eventTypeCount
+	// NumEventTypes counts the types, EventUnknown included: the length of
+	// arrays indexed by EventType.
+	NumEventTypes
 )
 
 var eventTypeNames = [...]string{
@@ -56,8 +58,8 @@ func (t EventType) String() string {
 
 // EventTypes lists every known type, in order, for summaries and metrics.
 func EventTypes() []EventType {
-	ts := make([]EventType, 0, eventTypeCount-1)
-	for t := EventAccept; t < eventTypeCount; t++ {
+	ts := make([]EventType, 0, NumEventTypes-1)
+	for t := EventAccept; t < NumEventTypes; t++ {
 		ts = append(ts, t)
 	}
 	return ts

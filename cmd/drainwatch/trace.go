@@ -13,7 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
+	"github.com/drainwatch/drainwatch/collector/node"
 )
 
 // traceFlags are `drainwatch trace`'s filters and output format. With no
@@ -62,7 +63,7 @@ func traceCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr)}).Level(level).With().Timestamp().Logger()
-	k, err := collector.OpenKernel(collector.KernelOptions{Logger: log, WatchAll: f.watchAll()})
+	k, err := kernel.Open(kernel.Options{Logger: log, WatchAll: f.watchAll()})
 	if err != nil {
 		fmt.Fprintln(stderr, "drainwatch trace:", err)
 		return 1
@@ -78,13 +79,13 @@ func traceCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // watchScopes turns the filters into watched netns inodes and cgroup ids.
-func watchScopes(k *collector.Kernel, f traceFlags, log zerolog.Logger) error {
+func watchScopes(k *kernel.Kernel, f traceFlags, log zerolog.Logger) error {
 	if f.pid != 0 {
-		ino, err := collector.NetnsOfPID(f.pid)
+		ino, err := node.NetnsOfPID(f.pid)
 		if err != nil {
 			return err
 		}
-		dir, err := collector.CgroupOfPID(f.pid)
+		dir, err := node.CgroupOfPID(f.pid)
 		if err != nil {
 			return err
 		}
@@ -93,7 +94,7 @@ func watchScopes(k *collector.Kernel, f traceFlags, log zerolog.Logger) error {
 		}
 	}
 	if f.netns != "" {
-		ino, err := collector.ResolveNetns(f.netns)
+		ino, err := node.ResolveNetns(f.netns)
 		if err != nil {
 			return err
 		}
@@ -107,7 +108,7 @@ func watchScopes(k *collector.Kernel, f traceFlags, log zerolog.Logger) error {
 	return nil
 }
 
-func watchNetnsCgroup(k *collector.Kernel, netns uint32, cgroupDir string, log zerolog.Logger) error {
+func watchNetnsCgroup(k *kernel.Kernel, netns uint32, cgroupDir string, log zerolog.Logger) error {
 	if netns != 0 {
 		if err := k.WatchNetns(netns); err != nil {
 			return err
@@ -117,7 +118,7 @@ func watchNetnsCgroup(k *collector.Kernel, netns uint32, cgroupDir string, log z
 	if cgroupDir == "" {
 		return nil
 	}
-	id, err := collector.CgroupID(cgroupDir)
+	id, err := node.CgroupID(cgroupDir)
 	if err != nil {
 		return err
 	}
@@ -130,7 +131,7 @@ func watchNetnsCgroup(k *collector.Kernel, netns uint32, cgroupDir string, log z
 
 // streamEvents writes events until ctx ends, then closes the kernel side,
 // writes what was still buffered and prints the summary to stderr.
-func streamEvents(ctx context.Context, k *collector.Kernel, format string, stdout, stderr io.Writer) int {
+func streamEvents(ctx context.Context, k *kernel.Kernel, format string, stdout, stderr io.Writer) int {
 	w := bufio.NewWriter(stdout)
 	write := writeJSON
 	if format == "text" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
 )
 
 // jsonEvent is one line of `drainwatch trace --format json`. Fields that do
@@ -102,7 +103,7 @@ func writeText(w io.Writer, ev *collector.Event) {
 }
 
 // printSummary writes the counts per type and the lost events.
-func printSummary(w io.Writer, st collector.KernelStats, err error) {
+func printSummary(w io.Writer, st kernel.Stats, err error) {
 	fmt.Fprintln(w, "drainwatch trace summary:")
 	for _, t := range collector.EventTypes() {
 		fmt.Fprintf(w, "  %-22s %d\n", t, st.Events[t])

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
 )
 
 func TestParseTraceFlags(t *testing.T) {
@@ -63,7 +64,7 @@ func TestWriteTextAndSummary(t *testing.T) {
 		t.Fatalf("text: %q", buf.String())
 	}
 	buf.Reset()
-	printSummary(&buf, collector.KernelStats{Events: map[collector.EventType]uint64{collector.EventRefused: 4}, Dropped: 2}, nil)
+	printSummary(&buf, kernel.Stats{Events: map[collector.EventType]uint64{collector.EventRefused: 4}, Dropped: 2}, nil)
 	if !strings.Contains(buf.String(), "refused                4") || !strings.Contains(buf.String(), "lost                   2") {
 		t.Fatalf("summary: %q", buf.String())
 	}

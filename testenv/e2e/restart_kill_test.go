@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/exporter"
 	"github.com/drainwatch/drainwatch/testenv/client"
@@ -46,7 +46,7 @@ func TestRolloutWithDaemonKilled(t *testing.T) {
 	defer cancel()
 	pinPath := filepath.Join("/sys/fs/bpf", "drainwatch-e2e-"+rand.String(6))
 	t.Cleanup(func() {
-		if err := collector.RemovePins(pinPath); err != nil {
+		if err := kernel.RemovePins(pinPath); err != nil {
 			t.Error(err)
 		}
 	})

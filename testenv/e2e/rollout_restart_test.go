@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
@@ -67,7 +67,7 @@ func testRolloutRestart(t *testing.T, pinned bool) {
 		pinPath := filepath.Join("/sys/fs/bpf", "drainwatch-e2e-"+rand.String(6))
 		// Registered before the daemon's stop, so it runs after it.
 		t.Cleanup(func() {
-			if err := collector.RemovePins(pinPath); err != nil {
+			if err := kernel.RemovePins(pinPath); err != nil {
 				t.Error(err)
 			}
 		})

@@ -37,34 +37,6 @@ const (
 	NumEventTypes
 )
 
-var eventTypeNames = [...]string{
-	EventUnknown:            "unknown",
-	EventAccept:             "accept",
-	EventListenOpen:         "listen_open",
-	EventListenClose:        "listen_close",
-	EventRefused:            "refused",
-	EventReset:              "reset",
-	EventSignal:             "signal",
-	EventExit:               "exit",
-	EventConnClosedInflight: "conn_closed_inflight",
-}
-
-func (t EventType) String() string {
-	if int(t) < len(eventTypeNames) {
-		return eventTypeNames[t]
-	}
-	return fmt.Sprintf("type(%d)", uint8(t))
-}
-
-// EventTypes lists every known type, in order, for summaries and metrics.
-func EventTypes() []EventType {
-	ts := make([]EventType, 0, NumEventTypes-1)
-	for t := EventAccept; t < NumEventTypes; t++ {
-		ts = append(ts, t)
-	}
-	return ts
-}
-
 // CloseCause says why an in-flight connection was torn down.
 type CloseCause uint8
 

@@ -103,19 +103,9 @@ func (x *index) forget(p *podState) {
 	}
 }
 
-// isSocketEvent says whether e is attributed by network namespace and
-// address rather than by task.
-func isSocketEvent(t collector.EventType) bool {
-	switch t {
-	case collector.EventSignal, collector.EventExit:
-		return false
-	}
-	return true
-}
-
 // attribute finds the pod (and, for process events, the container) of e.
 func (c *Correlator) attribute(e *collector.Event) (p *podState, container string) {
-	if isSocketEvent(e.Type) {
+	if !e.Type.Kind().Process { // a socket event: by netns and address
 		if uid, ok := c.idx.Netns[e.NetnsIno]; ok && e.NetnsIno != 0 {
 			return c.pods[uid], ""
 		}

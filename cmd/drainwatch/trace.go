@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/collector/kernel"
 	"github.com/drainwatch/drainwatch/collector/node"
 )
@@ -68,7 +69,7 @@ func traceCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "drainwatch trace:", err)
 		return 1
 	}
-	if err := watchScopes(k, f, log); err != nil {
+	if err := node.WatchFilter(k, node.Filter{PID: f.pid, Netns: f.netns, Cgroup: f.cgroup}, log); err != nil {
 		k.Close()
 		fmt.Fprintln(stderr, "drainwatch trace:", err)
 		return 2
@@ -78,64 +79,13 @@ func traceCmd(args []string, stdout, stderr io.Writer) int {
 	return streamEvents(ctx, k, f.format, stdout, stderr)
 }
 
-// watchScopes turns the filters into watched netns inodes and cgroup ids.
-func watchScopes(k *kernel.Kernel, f traceFlags, log zerolog.Logger) error {
-	if f.pid != 0 {
-		ino, err := node.NetnsOfPID(f.pid)
-		if err != nil {
-			return err
-		}
-		dir, err := node.CgroupOfPID(f.pid)
-		if err != nil {
-			return err
-		}
-		if err := watchNetnsCgroup(k, ino, dir, log); err != nil {
-			return err
-		}
-	}
-	if f.netns != "" {
-		ino, err := node.ResolveNetns(f.netns)
-		if err != nil {
-			return err
-		}
-		if err := watchNetnsCgroup(k, ino, "", log); err != nil {
-			return err
-		}
-	}
-	if f.cgroup != "" {
-		return watchNetnsCgroup(k, 0, f.cgroup, log)
-	}
-	return nil
-}
-
-func watchNetnsCgroup(k *kernel.Kernel, netns uint32, cgroupDir string, log zerolog.Logger) error {
-	if netns != 0 {
-		if err := k.WatchNetns(netns); err != nil {
-			return err
-		}
-		log.Info().Uint32("netns", netns).Msg("watching network namespace")
-	}
-	if cgroupDir == "" {
-		return nil
-	}
-	id, err := node.CgroupID(cgroupDir)
-	if err != nil {
-		return err
-	}
-	if err := k.WatchCgroup(id); err != nil {
-		return err
-	}
-	log.Info().Uint64("cgroup_id", id).Str("cgroup", cgroupDir).Msg("watching cgroup")
-	return nil
-}
-
 // streamEvents writes events until ctx ends, then closes the kernel side,
 // writes what was still buffered and prints the summary to stderr.
 func streamEvents(ctx context.Context, k *kernel.Kernel, format string, stdout, stderr io.Writer) int {
 	w := bufio.NewWriter(stdout)
-	write := writeJSON
+	write := collector.WriteTraceJSON
 	if format == "text" {
-		write = writeText
+		write = collector.WriteTraceText
 	}
 	events := k.Events()
 	go func() {
@@ -150,7 +100,7 @@ func streamEvents(ctx context.Context, k *kernel.Kernel, format string, stdout, 
 	}
 	w.Flush()
 	st, err := k.Stats()
-	printSummary(stderr, st, err)
+	st.WriteSummary(stderr, err)
 	return 0
 }
 

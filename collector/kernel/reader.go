@@ -56,7 +56,7 @@ func (k *Kernel) read() {
 // holds it to zero allocations): decode into ev, count, hand on. It returns
 // whether the reader is still in the backlog.
 func (k *Kernel) handleRecord(raw []byte, ev *collector.Event, inBacklog bool) bool {
-	if err := decodeEvent(raw, k.clock, ev); err != nil || ev.Type >= collector.NumEventTypes {
+	if err := decodeEvent(raw, k.clock, ev); err != nil || !ev.Type.Known() {
 		k.invalid.Add(1)
 		return inBacklog
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/drainwatch/drainwatch/exporter/promtest"
+	"github.com/drainwatch/drainwatch/testenv/promtest"
 )
 
 // checkPrometheus compares, for every scenario namespace that took its

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/drainwatch/drainwatch/exporter"
-	"github.com/drainwatch/drainwatch/exporter/promtest"
 	"github.com/drainwatch/drainwatch/testenv/client"
+	"github.com/drainwatch/drainwatch/testenv/promtest"
 	"github.com/drainwatch/drainwatch/testenv/router"
 )
 

@@ -1,4 +1,4 @@
-package main
+package collector
 
 import (
 	"encoding/json"
@@ -7,15 +7,12 @@ import (
 	"net/netip"
 	"strings"
 	"time"
-
-	"github.com/drainwatch/drainwatch/collector"
-	"github.com/drainwatch/drainwatch/collector/kernel"
 )
 
-// jsonEvent is one line of `drainwatch trace --format json`. Fields that do
+// TraceRecord is one line of `drainwatch trace --format json`. Fields that do
 // not apply to a type are left out; exit_code is present on every exit
 // (0 is a real code).
-type jsonEvent struct {
+type TraceRecord struct {
 	Type         string `json:"type"`
 	Time         string `json:"time"`
 	Netns        uint32 `json:"netns,omitempty"`
@@ -39,8 +36,8 @@ type jsonEvent struct {
 	Inflight     string `json:"inflight,omitempty"`
 }
 
-func toJSONEvent(ev *collector.Event) jsonEvent {
-	j := jsonEvent{
+func traceRecord(ev *Event) TraceRecord {
+	j := TraceRecord{
 		Type: ev.Type.String(), Time: ev.Time.UTC().Format(time.RFC3339Nano),
 		Netns: ev.NetnsIno, CgroupID: ev.CgroupID, PID: ev.PID, TID: ev.TID, Comm: ev.Comm.String(),
 		Local: addrString(ev.Local), Remote: addrString(ev.Remote), SockCookie: ev.SockCookie,
@@ -48,12 +45,12 @@ func toJSONEvent(ev *collector.Event) jsonEvent {
 		SenderCgroup: ev.SenderCgroup, TargetInit: ev.TargetInit, ExitSignal: ev.ExitSignal,
 	}
 	switch ev.Type {
-	case collector.EventSignal:
+	case EventSignal:
 		j.SignalResult = ev.SignalResult.String()
-	case collector.EventExit:
+	case EventExit:
 		code := ev.ExitCode
 		j.ExitCode = &code
-	case collector.EventConnClosedInflight:
+	case EventConnClosedInflight:
 		j.Cause, j.Inflight = ev.Cause.String(), ev.Inflight.String()
 	}
 	return j
@@ -66,51 +63,45 @@ func addrString(a netip.AddrPort) string {
 	return a.String()
 }
 
-func writeJSON(w io.Writer, ev *collector.Event) {
-	b, err := json.Marshal(toJSONEvent(ev))
+// WriteTraceJSON writes ev as one line of `drainwatch trace --format json`.
+func WriteTraceJSON(w io.Writer, ev *Event) {
+	b, err := json.Marshal(traceRecord(ev))
 	if err != nil {
 		return // cannot happen: only strings and numbers
 	}
 	w.Write(append(b, '\n'))
 }
 
-// writeText writes one human line: time, type, then the fields that apply.
-func writeText(w io.Writer, ev *collector.Event) {
-	j := toJSONEvent(ev)
+// WriteTraceText writes ev as one human line of `drainwatch trace`: time,
+// type, netns, then the fields its kind's Text writes.
+func WriteTraceText(w io.Writer, ev *Event) {
+	j := traceRecord(ev)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-20s netns=%d", ev.Time.Format("15:04:05.000000000"), j.Type, j.Netns)
-	switch ev.Type {
-	case collector.EventSignal:
-		fmt.Fprintf(&b, " sig=%d pid=%d comm=%s init=%t from=%d/%s result=%s",
-			j.Signal, j.PID, j.Comm, j.TargetInit, j.SenderPID, j.SenderComm, j.SignalResult)
-	case collector.EventExit:
-		fmt.Fprintf(&b, " pid=%d comm=%s code=%d sig=%d init=%t", j.PID, j.Comm, *j.ExitCode, j.ExitSignal, j.TargetInit)
-	default:
-		fmt.Fprintf(&b, " %s <- %s", j.Local, j.Remote)
-		if j.Reason != 0 {
-			fmt.Fprintf(&b, " reason=%d", j.Reason)
-		}
-		if j.Cause != "" {
-			fmt.Fprintf(&b, " cause=%s inflight=%s pid=%d comm=%s", j.Cause, j.Inflight, j.PID, j.Comm)
-		}
-		if j.SenderPID != 0 {
-			// A connection opened by a task of this node (a kubelet probe).
-			fmt.Fprintf(&b, " from=%d/%s", j.SenderPID, j.SenderComm)
-		}
-	}
+	ev.Type.Kind().Text(&b, &j)
 	b.WriteByte('\n')
 	io.WriteString(w, b.String())
 }
 
-// printSummary writes the counts per type and the lost events.
-func printSummary(w io.Writer, st kernel.Stats, err error) {
-	fmt.Fprintln(w, "drainwatch trace summary:")
-	for _, t := range collector.EventTypes() {
-		fmt.Fprintf(w, "  %-22s %d\n", t, st.Events[t])
+func signalText(b *strings.Builder, j *TraceRecord) {
+	fmt.Fprintf(b, " sig=%d pid=%d comm=%s init=%t from=%d/%s result=%s",
+		j.Signal, j.PID, j.Comm, j.TargetInit, j.SenderPID, j.SenderComm, j.SignalResult)
+}
+
+func exitText(b *strings.Builder, j *TraceRecord) {
+	fmt.Fprintf(b, " pid=%d comm=%s code=%d sig=%d init=%t", j.PID, j.Comm, *j.ExitCode, j.ExitSignal, j.TargetInit)
+}
+
+func socketText(b *strings.Builder, j *TraceRecord) {
+	fmt.Fprintf(b, " %s <- %s", j.Local, j.Remote)
+	if j.Reason != 0 {
+		fmt.Fprintf(b, " reason=%d", j.Reason)
 	}
-	fmt.Fprintf(w, "  %-22s %d (ring buffer full: %d, reader behind: %d, undecodable: %d)\n",
-		"lost", st.Lost(), st.LostInKernel, st.Dropped, st.Invalid)
-	if err != nil {
-		fmt.Fprintln(w, "  (kernel counters unavailable:", err, ")")
+	if j.Cause != "" {
+		fmt.Fprintf(b, " cause=%s inflight=%s pid=%d comm=%s", j.Cause, j.Inflight, j.PID, j.Comm)
+	}
+	if j.SenderPID != 0 {
+		// A connection opened by a task of this node (a kubelet probe).
+		fmt.Fprintf(b, " from=%d/%s", j.SenderPID, j.SenderComm)
 	}
 }

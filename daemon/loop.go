@@ -158,7 +158,7 @@ func (d *Daemon) checkpoint(clean bool) error {
 	d.completed = nil
 	cutoff := now.Add(-d.cfg.KeepCompleted)
 	d.view.prune(cutoff)
-	_, err = d.store.Prune(cutoff, lastMark)
+	_, err = d.store.Prune(cutoff, func(t correlate.Termination) time.Time { return t.Marks.Last() })
 	return err
 }
 

@@ -35,7 +35,7 @@ func (f Filter) Match(t correlate.Termination) bool {
 		return false
 	case f.Pod != "" && t.Pod != f.Pod:
 		return false
-	case !f.Since.IsZero() && lastTime(t).Before(f.Since):
+	case !f.Since.IsZero() && t.Marks.Last().Before(f.Since):
 		return false
 	}
 	return true

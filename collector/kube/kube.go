@@ -22,8 +22,9 @@ const protobufContentType = "application/vnd.kubernetes.protobuf"
 
 // DefaultLinger is how long a deleted pod keeps its Event and EndpointSlice
 // watches (on top of its grace period): late updates still reach the
-// correlator, as the kernel's late events do.
-const DefaultLinger = 30 * time.Second
+// correlator, as the kernel's late events do. It derives from the one
+// decision of a deleted pod's end of life, in collector.PodTail.
+const DefaultLinger = collector.APILinger
 
 // APISink receives the typed API-side events. Its methods are called from
 // several informer goroutines: the sink serializes them (the daemon funnels

@@ -21,8 +21,9 @@ const (
 	rescanForced = 20 * time.Millisecond
 	recentPod    = 30 * time.Second
 	// releaseAfter releases the scopes of a deleted pod whose termination
-	// never completed in the correlator (it never ran).
-	releaseAfter = 10 * time.Minute
+	// never completed in the correlator (it never ran): see
+	// collector.PodTail, which all end-of-life timers derive from.
+	releaseAfter = collector.ScopeRelease
 )
 
 // Watcher is the kernel's side of scope binding: *kernel.Kernel keeps these

@@ -61,19 +61,7 @@ func TestRolloutWithDaemonKilled(t *testing.T) {
 	dep.Spec.Strategy = oneAtATime()
 	old := deploy(ctx, t, c, ns, dep)
 	time.Sleep(time.Second) // the daemon binds the pods' scopes (200 ms scans)
-	r, err := c.StartRouter(ctx, cluster.RouterConfig{Namespace: ns, Service: "web", Delay: routerDelay})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for len(r.Backends()) != 4 && ctx.Err() == nil {
-		time.Sleep(50 * time.Millisecond)
-	}
-	loadDone := startLoad(ctx, c, r)
-	time.Sleep(500 * time.Millisecond)
-	if _, err := c.Kubectl(ctx, "-n", ns, "rollout", "restart", "deployment/web"); err != nil {
-		t.Fatal(err)
-	}
-	first := waitAnyDeleting(ctx, t, c, ns, old)
+	r, loadDone, first := restartUnderLoad(ctx, t, c, ns, old)
 	bd.waitFor(ctx, t, ns, string(first.UID), func(t correlate.Termination) bool { return !t.Marks.DeletionSeen.IsZero() })
 	bd.kill(t)
 	down := time.Now()

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // namespaceWatch is the Service watch of one namespace with local pods and
@@ -127,20 +129,9 @@ func (n *namespaceWatch) reconcileAfterSync(inf cache.SharedIndexInformer, gen i
 }
 
 func (n *namespaceWatch) sliceHandler(gen int) cache.ResourceEventHandler {
-	apply := func(obj any) {
-		s, ok := obj.(*discoveryv1.EndpointSlice)
-		if !ok {
-			return
-		}
-		n.w.k.counts.slices.Add(1)
-		defer n.w.flush()
-		n.w.mu.Lock()
-		defer n.w.mu.Unlock()
-		if gen == n.gen && !n.stopped {
-			n.w.emit(n.w.table.apply(s, n.w.k.cfg.Now()))
-		}
-	}
-	remove := func(obj any) {
+	// on counts a slice event and, unless a newer watch generation or a
+	// stop replaced this one, applies change to the table.
+	on := func(obj any, change func(s *discoveryv1.EndpointSlice, now time.Time) []collector.EndpointUpdate) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
@@ -153,8 +144,14 @@ func (n *namespaceWatch) sliceHandler(gen int) cache.ResourceEventHandler {
 		n.w.mu.Lock()
 		defer n.w.mu.Unlock()
 		if gen == n.gen && !n.stopped {
-			n.w.emit(n.w.table.remove(s.Namespace, s.Name, n.w.k.cfg.Now()))
+			n.w.emit(change(s, n.w.k.cfg.Now()))
 		}
+	}
+	apply := func(obj any) { on(obj, n.w.table.apply) }
+	remove := func(obj any) {
+		on(obj, func(s *discoveryv1.EndpointSlice, now time.Time) []collector.EndpointUpdate {
+			return n.w.table.remove(s.Namespace, s.Name, now)
+		})
 	}
 	return cache.ResourceEventHandlerFuncs{AddFunc: apply, UpdateFunc: func(_, o any) { apply(o) }, DeleteFunc: remove}
 }

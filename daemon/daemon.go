@@ -1,7 +1,9 @@
-// Package daemon wires one node's drainwatch: the kernel collector, the
-// API-side collector, the correlator, the exporter's server and the state
-// store, around a single loop goroutine that owns the correlator. It is what
-// `drainwatch run` runs, and what end-to-end tests run in-process.
+// Package daemon wires one node's drainwatch and does nothing else: the
+// kernel collector (collector/kernel), the API-side collector
+// (collector/kube), the scope binding (collector/node), the correlator, the
+// exporter's server and the state store, around a single loop goroutine
+// that owns the correlator. It is what `drainwatch run` runs, and what
+// end-to-end tests run in-process.
 package daemon
 
 import (

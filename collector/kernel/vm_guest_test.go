@@ -3,6 +3,8 @@
 package kernel
 
 import (
+	"github.com/drainwatch/drainwatch/collector"
+
 	"fmt"
 	"net"
 	"os"
@@ -41,16 +43,16 @@ func TestVMGuest(t *testing.T) {
 		}
 	}
 	port, child := guestTraffic(t)
-	evs := collect(k, 30*time.Second, func(evs []Event) bool { return countExitsOf(evs, child) > 0 })
+	evs := collect(k, 30*time.Second, func(evs []collector.Event) bool { return countExitsOf(evs, child) > 0 })
 	evs = append(evs, drain(k, time.Second)...)
 	var refused, accepted int
 	for _, ev := range evs {
 		switch {
-		case ev.Type == EventRefused && ev.Local.String() == "127.0.0.1:9":
+		case ev.Type == collector.EventRefused && ev.Local.String() == "127.0.0.1:9":
 			refused++
-		case ev.Type == EventAccept && ev.Local.Port() == port:
+		case ev.Type == collector.EventAccept && ev.Local.Port() == port:
 			accepted++
-		case ev.Type == EventExit && ev.PID == child && (ev.ExitCode != 143 || ev.ExitSignal != 15):
+		case ev.Type == collector.EventExit && ev.PID == child && (ev.ExitCode != 143 || ev.ExitSignal != 15):
 			t.Errorf("child exit %+v: want 143/15", ev)
 		}
 	}
@@ -116,10 +118,10 @@ func guestTraffic(t *testing.T) (uint16, uint32) {
 	return uint16(ln.Addr().(*net.TCPAddr).Port), uint32(child.Process.Pid)
 }
 
-func countExitsOf(evs []Event, pid uint32) int {
+func countExitsOf(evs []collector.Event, pid uint32) int {
 	n := 0
 	for _, ev := range evs {
-		if ev.Type == EventExit && ev.PID == pid {
+		if ev.Type == collector.EventExit && ev.PID == pid {
 			n++
 		}
 	}

@@ -53,12 +53,7 @@ const (
 
 var closeCauseNames = [...]string{"unknown", "sigkill", "signal", "close"}
 
-func (c CloseCause) String() string {
-	if int(c) < len(closeCauseNames) {
-		return closeCauseNames[c]
-	}
-	return fmt.Sprintf("cause(%d)", uint8(c))
-}
+func (c CloseCause) String() string { return nameOf(closeCauseNames[:], uint8(c), "cause") }
 
 // Comm is a task's command name as the kernel keeps it (TASK_COMM_LEN).
 type Comm [16]byte
@@ -146,12 +141,7 @@ const (
 
 var inflightKindNames = [...]string{"none", "request", "unread", "stream"}
 
-func (k InflightKind) String() string {
-	if int(k) < len(inflightKindNames) {
-		return inflightKindNames[k]
-	}
-	return fmt.Sprintf("inflight(%d)", uint8(k))
-}
+func (k InflightKind) String() string { return nameOf(inflightKindNames[:], uint8(k), "inflight") }
 
 // SignalName names a signal number the way kill -l does ("SIGTERM"); 0 is
 // SIGTERM, the stop signal when a container configures none.
@@ -163,4 +153,13 @@ func SignalName(sig uint32) string {
 		return name
 	}
 	return fmt.Sprintf("signal %d", sig)
+}
+
+// nameOf is the String of a small enum: its name, or kind(n) for a value
+// this build does not know (a newer BPF object).
+func nameOf(names []string, v uint8, kind string) string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return fmt.Sprintf("%s(%d)", kind, v)
 }

@@ -1,7 +1,5 @@
 package collector
 
-import "fmt"
-
 // SignalResult is the result argument of the kernel's signal_generate
 // tracepoint (enum trace_signal_result in include/trace/events/signal.h).
 type SignalResult uint8
@@ -18,9 +16,4 @@ const (
 
 var signalResultNames = [...]string{"delivered", "ignored", "already_pending", "overflow_fail", "lose_info"}
 
-func (r SignalResult) String() string {
-	if int(r) < len(signalResultNames) {
-		return signalResultNames[r]
-	}
-	return fmt.Sprintf("result(%d)", uint8(r))
-}
+func (r SignalResult) String() string { return nameOf(signalResultNames[:], uint8(r), "result") }

@@ -1,11 +1,11 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"net"
 	"testing"
 	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // TestTenThousandAccepts: 10,000 connections accepted by a server in a

@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"errors"
 	"fmt"
 	"net/netip"
@@ -11,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // TestAcceptQueueResetAtListenerClose: K clients complete their handshake

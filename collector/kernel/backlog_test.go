@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"encoding/binary"
 	"fmt"
 	"net/netip"
@@ -10,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // TestResumedBacklogEndsExactly: the ring buffer a resumed Kernel opens

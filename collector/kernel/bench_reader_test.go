@@ -1,13 +1,13 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"errors"
 	"testing"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // BenchmarkReaderSteadyState drives real events through the whole path:

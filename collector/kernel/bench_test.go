@@ -1,14 +1,13 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/testenv/netlab"
 )
 

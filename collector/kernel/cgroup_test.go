@@ -1,9 +1,8 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector/node"
-
 	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/node"
 
 	"bytes"
 	"crypto/rand"

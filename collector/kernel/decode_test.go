@@ -1,12 +1,12 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"net/netip"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // recordOf returns the bytes the BPF side would write for r.

@@ -1,10 +1,10 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"testing"
 	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // TestSlowConsumerDropsAndCounts: with nobody reading Events, the reader

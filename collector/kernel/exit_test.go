@@ -1,11 +1,11 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // TestExitOncePerProcess: SIGKILL to multi-threaded processes makes all

@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"bufio"
 	"encoding/binary"
 	"fmt"
@@ -20,6 +18,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // TestH2StreamsKilledBySigkill: a Go HTTP/2 cleartext server, then
@@ -107,12 +107,7 @@ func TestH2StreamsKilledBySigkill(t *testing.T) {
 		waitFileSize(t, heldFile, nheld)
 		want[c.localPort()] = true
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	evs := collect(k, 10*time.Second, func(evs []collector.Event) bool { return countType(evs, collector.EventExit, srv) > 0 })
-	evs = append(evs, drain(k, 500*time.Millisecond)...)
+	evs := killAndCollect(t, k, cmd, srv)
 	got := map[uint16]bool{}
 	for _, ev := range evs {
 		if ev.Type != collector.EventConnClosedInflight {
@@ -149,12 +144,7 @@ func TestGrpcStreamsKilledBySigkill(t *testing.T) {
 	cmd := l.startServer(t, 8080, bin, "server", "-addr", addr, "-held", heldFile)
 	kinds := runGrpcClient(t, l, bin, "-addr", addr, "-idle", fmt.Sprint(idle), "-holds", fmt.Sprint(held), "-streams", fmt.Sprint(streams))
 	waitFileSize(t, heldFile, held)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	evs := collect(k, 10*time.Second, func(evs []collector.Event) bool { return countType(evs, collector.EventExit, srv) > 0 })
-	evs = append(evs, drain(k, 500*time.Millisecond)...)
+	evs := killAndCollect(t, k, cmd, srv)
 	got := map[string]int{}
 	for _, ev := range evs {
 		if ev.Type != collector.EventConnClosedInflight {

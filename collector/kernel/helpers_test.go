@@ -1,13 +1,14 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
+	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
 )
 
@@ -84,4 +85,17 @@ func countType(evs []collector.Event, typ collector.EventType, netns uint32) int
 		}
 	}
 	return n
+}
+
+// killAndCollect SIGKILLs the server cmd and returns the kernel's events
+// until its exit in the watched netns srv, and for half a second of quiet
+// after it (its connections' teardown).
+func killAndCollect(t *testing.T, k *Kernel, cmd *exec.Cmd, srv uint32) []collector.Event {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	evs := collect(k, 10*time.Second, func(evs []collector.Event) bool { return countType(evs, collector.EventExit, srv) > 0 })
+	return append(evs, drain(k, 500*time.Millisecond)...)
 }

@@ -1,19 +1,18 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"bufio"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // TestInflightKilledBySigkill: K requests held in flight against CPython's
@@ -46,12 +45,7 @@ func TestInflightKilledBySigkill(t *testing.T) {
 	for i := 0; i < answered; i++ {
 		getKeepAlive(t, mustDial(t, l))
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	evs := collect(k, 10*time.Second, func(evs []collector.Event) bool { return countType(evs, collector.EventExit, srv) > 0 })
-	evs = append(evs, drain(k, 500*time.Millisecond)...)
+	evs := killAndCollect(t, k, cmd, srv)
 	got := map[uint16]bool{}
 	for _, ev := range evs {
 		if ev.Type != collector.EventConnClosedInflight {

@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +11,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/rs/zerolog"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // Options configures Open.

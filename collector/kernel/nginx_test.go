@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
 )
 

@@ -1,11 +1,11 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"net"
 	"testing"
 	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // TestWatchAllLoopback: in watch-everything mode (trace without filters) a

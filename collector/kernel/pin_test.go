@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"errors"
 	"net/netip"
 	"os"
@@ -18,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/rand"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
 )
 

@@ -1,12 +1,12 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"os"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // TestSigtermRealServer: CPython's http.server in a watched namespace gets

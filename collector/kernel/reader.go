@@ -1,13 +1,13 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"errors"
 	"os"
 	"time"
 
 	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // pollInterval bounds how long an event waits in the ring buffer when the

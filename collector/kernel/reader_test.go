@@ -1,9 +1,9 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"testing"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // TestRecordPathAllocs: what the reader does per ring-buffer record —

@@ -1,13 +1,13 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"context"
 	"errors"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // closedPort has no listener in any lab namespace.

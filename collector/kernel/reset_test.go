@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // TestResetAndCloseCause: a server closing a connection whose request it

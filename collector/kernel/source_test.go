@@ -1,8 +1,6 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"net"
 	"net/netip"
 	"syscall"
@@ -11,6 +9,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // TestLocalSourceOfConnections: a thread named like the kubelet opens

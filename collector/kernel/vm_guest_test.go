@@ -3,8 +3,6 @@
 package kernel
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // TestVMGuest runs as /init of TestOtherKernelInVM's VM (and nowhere else):
@@ -43,7 +43,7 @@ func TestVMGuest(t *testing.T) {
 		}
 	}
 	port, child := guestTraffic(t)
-	evs := collect(k, 30*time.Second, func(evs []collector.Event) bool { return countExitsOf(evs, child) > 0 })
+	evs := collect(k, 30*time.Second, func(evs []collector.Event) bool { return countExits(evs, child) > 0 })
 	evs = append(evs, drain(k, time.Second)...)
 	var refused, accepted int
 	for _, ev := range evs {
@@ -56,9 +56,9 @@ func TestVMGuest(t *testing.T) {
 			t.Errorf("child exit %+v: want 143/15", ev)
 		}
 	}
-	fmt.Printf("VMGUEST refused=%d accepted=%d child_exits=%d\n", refused, accepted, countExitsOf(evs, child))
-	if refused != 5 || accepted != 3 || countExitsOf(evs, child) != 1 {
-		t.Errorf("refused %d, accepted %d, child exits %d; want 5, 3, 1", refused, accepted, countExitsOf(evs, child))
+	fmt.Printf("VMGUEST refused=%d accepted=%d child_exits=%d\n", refused, accepted, countExits(evs, child))
+	if refused != 5 || accepted != 3 || countExits(evs, child) != 1 {
+		t.Errorf("refused %d, accepted %d, child exits %d; want 5, 3, 1", refused, accepted, countExits(evs, child))
 	}
 }
 
@@ -116,14 +116,4 @@ func guestTraffic(t *testing.T) (uint16, uint32) {
 	_ = child.Process.Signal(syscall.SIGTERM)
 	_ = child.Wait()
 	return uint16(ln.Addr().(*net.TCPAddr).Port), uint32(child.Process.Pid)
-}
-
-func countExitsOf(evs []collector.Event, pid uint32) int {
-	n := 0
-	for _, ev := range evs {
-		if ev.Type == collector.EventExit && ev.PID == pid {
-			n++
-		}
-	}
-	return n
 }

@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"slices"
 	"sync"
 	"time"
@@ -10,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // recomputeDelay coalesces bursts of pod and service changes (the first

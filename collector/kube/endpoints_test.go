@@ -1,12 +1,12 @@
 package kube
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // blockingSink blocks in Endpoint until released, as the daemon's channel

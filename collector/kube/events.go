@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"sync"
 	"time"
 
@@ -10,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // Kubelet Event reasons that mark a termination.

@@ -1,13 +1,13 @@
 package kube
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 func TestConvertKubeletEvent(t *testing.T) {

@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +12,8 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // protobufContentType is the wire format for built-in types: smaller and

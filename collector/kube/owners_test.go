@@ -1,13 +1,13 @@
 package kube
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 func ownedPod(kind, name string, podLabels map[string]string) *corev1.Pod {

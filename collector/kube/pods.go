@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"context"
 	"fmt"
 	"net/netip"
@@ -15,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // defaultGrace is the API's default spec.terminationGracePeriodSeconds.

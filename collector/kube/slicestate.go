@@ -1,11 +1,11 @@
 package kube
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 const triggerTimeAnnotation = "endpoints.kubernetes.io/last-change-trigger-time"

@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"testing"
 	"time"
 
@@ -12,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 const (

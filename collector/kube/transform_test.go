@@ -1,8 +1,6 @@
 package kube
 
 import (
-	"github.com/drainwatch/drainwatch/collector"
-
 	"net/netip"
 	"testing"
 	"time"
@@ -11,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // fullPod is a pod as the API returns it, with the fields the transform

@@ -322,3 +322,16 @@ static __always_inline void event_current(struct event *e)
 	e->cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 }
+
+/* A task as the event's subject (the target of a signal, the exiting
+ * process), where current is someone else or irrelevant: its ids, cgroup,
+ * network namespace, whether it is its PID namespace's init, and comm. */
+static __always_inline void event_task(struct event *e, struct task_struct *task)
+{
+	e->pid = BPF_CORE_READ(task, tgid);
+	e->tid = BPF_CORE_READ(task, pid);
+	e->cgroup_id = task_cgroup_id(task);
+	e->netns = task_netns(task);
+	e->target_init = is_ns_init(task);
+	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
+}

@@ -15,12 +15,7 @@ static __always_inline void emit_exit(struct task_struct *task)
 	if (!e)
 		return;
 	e->exit_status = BPF_CORE_READ(task, exit_code);
-	e->pid = BPF_CORE_READ(task, tgid);
-	e->tid = BPF_CORE_READ(task, pid);
-	e->cgroup_id = task_cgroup_id(task);
-	e->netns = task_netns(task);
-	e->target_init = is_ns_init(task);
-	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
+	event_task(e, task);
 	event_submit(e);
 }
 

@@ -24,12 +24,7 @@ int BPF_PROG(signal_generate, int sig, struct kernel_siginfo *info,
 		return 0;
 	e->signal = sig;
 	e->signal_result = result;
-	e->pid = BPF_CORE_READ(task, tgid);
-	e->tid = BPF_CORE_READ(task, pid);
-	e->cgroup_id = task_cgroup_id(task);
-	e->netns = task_netns(task);
-	e->target_init = is_ns_init(task);
-	BPF_CORE_READ_STR_INTO(&e->comm, task, comm);
+	event_task(e, task);
 	e->sender_pid = bpf_get_current_pid_tgid() >> 32;
 	e->sender_cgroup = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(e->sender_comm, sizeof(e->sender_comm));

@@ -1,6 +1,16 @@
-// Package collector turns what a node can observe into typed Go events: kernel
-// observations decoded from the eBPF ring buffer (accepts, refusals, resets,
-// signals, exits, in-flight connections torn down) and API-server observations
-// (pods, kubelet Events, EndpointSlice state). It does no correlation: that is
-// the job of package correlate, which consumes these types.
+// Package collector holds the vocabulary every stage shares: the typed
+// kernel observation (Event, EventType, CloseCause, InflightKind, Comm,
+// SignalResult) and the API-side observations (Pod, PodUpdate, PodDeleted,
+// KubeletEvent, EndpointUpdate). It has no dependency on the kernel or the
+// API server: the sub-packages that produce these values do.
+//
+//   - collector/kernel loads the eBPF probes and decodes the ring buffer
+//     into Events.
+//   - collector/kube watches the API server (pods, kubelet Events,
+//     EndpointSlices) and emits the pod types.
+//   - collector/node reads the node itself (cgroups, container network
+//     namespaces) and binds each pod's scopes in the kernel.
+//
+// Correlation is the job of package correlate, which imports this package
+// only.
 package collector

@@ -32,36 +32,10 @@ const (
 	// EventConnClosedInflight is an accepted connection torn down while a
 	// request was in flight.
 	EventConnClosedInflight
-	eventTypeCount
+	// NumEventTypes counts the types, EventUnknown included: the length of
+	// arrays indexed by EventType.
+	NumEventTypes
 )
-
-var eventTypeNames = [...]string{
-	EventUnknown:            "unknown",
-	EventAccept:             "accept",
-	EventListenOpen:         "listen_open",
-	EventListenClose:        "listen_close",
-	EventRefused:            "refused",
-	EventReset:              "reset",
-	EventSignal:             "signal",
-	EventExit:               "exit",
-	EventConnClosedInflight: "conn_closed_inflight",
-}
-
-func (t EventType) String() string {
-	if int(t) < len(eventTypeNames) {
-		return eventTypeNames[t]
-	}
-	return fmt.Sprintf("type(%d)", uint8(t))
-}
-
-// EventTypes lists every known type, in order, for summaries and metrics.
-func EventTypes() []EventType {
-	ts := make([]EventType, 0, eventTypeCount-1)
-	for t := EventAccept; t < eventTypeCount; t++ {
-		ts = append(ts, t)
-	}
-	return ts
-}
 
 // CloseCause says why an in-flight connection was torn down.
 type CloseCause uint8
@@ -79,12 +53,7 @@ const (
 
 var closeCauseNames = [...]string{"unknown", "sigkill", "signal", "close"}
 
-func (c CloseCause) String() string {
-	if int(c) < len(closeCauseNames) {
-		return closeCauseNames[c]
-	}
-	return fmt.Sprintf("cause(%d)", uint8(c))
-}
+func (c CloseCause) String() string { return nameOf(closeCauseNames[:], uint8(c), "cause") }
 
 // Comm is a task's command name as the kernel keeps it (TASK_COMM_LEN).
 type Comm [16]byte
@@ -172,12 +141,7 @@ const (
 
 var inflightKindNames = [...]string{"none", "request", "unread", "stream"}
 
-func (k InflightKind) String() string {
-	if int(k) < len(inflightKindNames) {
-		return inflightKindNames[k]
-	}
-	return fmt.Sprintf("inflight(%d)", uint8(k))
-}
+func (k InflightKind) String() string { return nameOf(inflightKindNames[:], uint8(k), "inflight") }
 
 // SignalName names a signal number the way kill -l does ("SIGTERM"); 0 is
 // SIGTERM, the stop signal when a container configures none.
@@ -189,4 +153,13 @@ func SignalName(sig uint32) string {
 		return name
 	}
 	return fmt.Sprintf("signal %d", sig)
+}
+
+// nameOf is the String of a small enum: its name, or kind(n) for a value
+// this build does not know (a newer BPF object).
+func nameOf(names []string, v uint8, kind string) string {
+	if int(v) < len(names) {
+		return names[v]
+	}
+	return fmt.Sprintf("%s(%d)", kind, v)
 }

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"net/netip"
+	"strings"
 	"time"
 )
 
@@ -86,4 +87,13 @@ type EndpointUpdate struct {
 	Terminating bool
 	// TriggerTime is the slice's endpoints.kubernetes.io/last-change-trigger-time.
 	TriggerTime time.Time
+}
+
+// TrimContainerID strips the runtime prefix of a containerStatuses[].containerID
+// ("containerd://<id>", "cri-o://<id>").
+func TrimContainerID(id string) string {
+	if i := strings.Index(id, "://"); i >= 0 {
+		return id[i+3:]
+	}
+	return id
 }

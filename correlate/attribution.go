@@ -103,16 +103,6 @@ func (x *index) forget(p *podState) {
 	}
 }
 
-// isSocketEvent says whether e is attributed by network namespace and
-// address rather than by task.
-func isSocketEvent(t collector.EventType) bool {
-	switch t {
-	case collector.EventSignal, collector.EventExit:
-		return false
-	}
-	return true
-}
-
 // addressedTo says whether a socket event of a pod's network namespace can
 // be the pod's: its local address is the pod's IP, loopback, or of another
 // family (a dual-stack pod's second address). A namespace inode is reused
@@ -129,7 +119,7 @@ func addressedTo(podIP, local netip.Addr) bool {
 
 // attribute finds the pod (and, for process events, the container) of e.
 func (c *Correlator) attribute(e *collector.Event) (p *podState, container string) {
-	if isSocketEvent(e.Type) {
+	if !e.Type.Kind().Process { // a socket event: by netns and address
 		if uid, ok := c.idx.Netns[e.NetnsIno]; ok && e.NetnsIno != 0 {
 			if p := c.pods[uid]; p == nil || addressedTo(p.Pod.IP, e.Local.Addr()) {
 				return p, ""

@@ -1,6 +1,10 @@
 package correlate
 
-import "time"
+import (
+	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
 
 // Config tunes the correlator. Zero fields take the defaults below, which
 // follow the kubelet's termination semantics (FIELD-NOTES.md).
@@ -10,6 +14,8 @@ type Config struct {
 	// namespace is destroyed. While a container's exit has not been seen,
 	// the termination also stays open until deletion + grace period +
 	// KernelTail, so a SIGKILL tail after a force delete is still counted.
+	// Default collector.PodTail, the one decision of a deleted pod's end of
+	// life that the API watches and the kernel scopes derive from too.
 	KernelTail time.Duration
 	// Retention is how long complete terminations stay readable through
 	// Terminations and Get (the daemon persists them for longer).
@@ -39,7 +45,7 @@ type Config struct {
 // DefaultConfig returns the defaults every zero field of a Config takes.
 func DefaultConfig() Config {
 	return Config{
-		KernelTail:    5 * time.Second,
+		KernelTail:    collector.PodTail,
 		Retention:     time.Hour,
 		MaxConnPoints: 2048,
 		SignalLead:    5 * time.Second,

@@ -145,23 +145,11 @@ func (c *Correlator) Terminations() []Termination {
 		}
 	}
 	sort.Slice(ts, func(i, j int) bool {
-		a, b := startOf(ts[i]), startOf(ts[j])
+		a, b := ts[i].Start(), ts[j].Start()
 		if !a.Equal(b) {
 			return a.Before(b)
 		}
 		return ts[i].PodUID < ts[j].PodUID
 	})
 	return ts
-}
-
-// startOf is the earliest mark a termination has.
-func startOf(t Termination) time.Time {
-	m := t.Marks
-	var first time.Time
-	for _, x := range []time.Time{m.DeleteRequested, m.DeletionSeen, m.Killing, m.StopSignal, m.PodGone} {
-		if !x.IsZero() && (first.IsZero() || x.Before(first)) {
-			first = x
-		}
-	}
-	return first
 }

@@ -80,8 +80,8 @@ func listenerClosedEarly(t Termination, cfg Config) *Diagnosis {
 			n.RefusedAfterSigterm+n.RefusedBeforeSigterm, n.RefusedAfterSigterm, n.RefusedBeforeSigterm, closed),
 		Fix: fmt.Sprintf("add preStop sleep ≥ %ds", sleepFor(0, cfg))}
 	if took, ok := routingTook(t); ok {
-		d.Message += fmt.Sprintf(" while routing still sent traffic until %s after the deletion", secs(took))
-		d.Fix = fmt.Sprintf("add preStop sleep ≥ %ds: routing took %s", sleepFor(took, cfg), secs(took))
+		d.Message += fmt.Sprintf(" while routing still sent traffic until %s after the deletion", FormatSeconds(took))
+		d.Fix = fmt.Sprintf("add preStop sleep ≥ %ds: routing took %s", sleepFor(took, cfg), FormatSeconds(took))
 	}
 	return d
 }
@@ -123,7 +123,7 @@ func ignoredDiagnosis(t Termination, ignored bool) *Diagnosis {
 	}
 	return &Diagnosis{Code: DiagStopSignalIgnored,
 		Message: fmt.Sprintf("%s to PID 1%s had no effect for %s until SIGKILL: no listener closed, no exit",
-			collector.SignalName(t.StopSignal), target, secs(t.Marks.Sigkill.Sub(t.Marks.StopSignal))),
+			collector.SignalName(t.StopSignal), target, FormatSeconds(t.Marks.Sigkill.Sub(t.Marks.StopSignal))),
 		Fix: "PID 1 ignores signals it has no handler for: exec the server from the shell (exec ./server), run an init such as tini, or handle the signal"}
 }
 
@@ -134,8 +134,8 @@ func graceExceeded(t Termination, ignored bool) *Diagnosis {
 	}
 	return &Diagnosis{Code: DiagGraceExceeded,
 		Message: fmt.Sprintf("still running when the grace period of %s ran out%s",
-			secs(t.GracePeriod), clause(": SIGKILL ", relative(m.StopSignal, m.Sigkill, "the stop signal"))),
-		Fix: fmt.Sprintf("finish the drain within the grace period or raise terminationGracePeriodSeconds above %s", secs(t.GracePeriod))}
+			FormatSeconds(t.GracePeriod), clause(": SIGKILL ", relative(m.StopSignal, m.Sigkill, "the stop signal"))),
+		Fix: fmt.Sprintf("finish the drain within the grace period or raise terminationGracePeriodSeconds above %s", FormatSeconds(t.GracePeriod))}
 }
 
 func requestsKilled(t Termination, ignored bool) *Diagnosis {
@@ -187,7 +187,7 @@ func budgetTooSmall(t Termination, ignored bool, cfg Config) *Diagnosis {
 	}
 	return &Diagnosis{Code: DiagBudgetTooSmall,
 		Message: fmt.Sprintf("preStop %s + drain %s + margin %s = %s > grace period %s",
-			secs(prestop), secs(drain), secs(cfg.BudgetMargin), secs(need), secs(t.GracePeriod)),
+			FormatSeconds(prestop), FormatSeconds(drain), FormatSeconds(cfg.BudgetMargin), FormatSeconds(need), FormatSeconds(t.GracePeriod)),
 		Fix: fmt.Sprintf("set terminationGracePeriodSeconds ≥ %d", int(math.Ceil(need.Seconds())))}
 }
 

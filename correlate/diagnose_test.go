@@ -60,8 +60,8 @@ func TestSecs(t *testing.T) {
 		{34900 * time.Nanosecond, "0.0000349s"}, {890 * time.Millisecond, "0.89s"},
 		{30 * time.Second, "30s"}, {1234500 * time.Millisecond, "1230s"}, {0, "0s"},
 	} {
-		if got := secs(tc.d); got != tc.want {
-			t.Errorf("secs(%v) = %q, want %q", tc.d, got, tc.want)
+		if got := FormatSeconds(tc.d); got != tc.want {
+			t.Errorf("FormatSeconds(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
 }

@@ -35,13 +35,27 @@ func sleepFor(took time.Duration, cfg Config) int {
 	return max(1, int(math.Ceil((took + cfg.PreStopMargin).Seconds())))
 }
 
-// secs formats a duration in seconds with three significant digits and
-// no exponent: a listener can close microseconds after the deletion, and
-// "3.49e-05s" is not for people.
-func secs(d time.Duration) string {
+// Seconds formatting, defined here once for every output (messages, the
+// API's text timeline, the UI):
+//   - FormatSeconds: three significant digits and no exponent, for
+//     messages: a listener can close microseconds after the deletion, and
+//     "3.49e-05s" is not for people.
+//   - FormatSecondsMs: to the millisecond ("30.000s"), for durations in
+//     tables.
+//   - FormatOffset: signed, to the millisecond ("+0.125s"), for a mark's
+//     place on a timeline.
+
+// FormatSeconds formats d in seconds with three significant digits.
+func FormatSeconds(d time.Duration) string {
 	v, _ := strconv.ParseFloat(fmt.Sprintf("%.3g", d.Seconds()), 64)
 	return strconv.FormatFloat(v, 'f', -1, 64) + "s"
 }
+
+// FormatSecondsMs formats d in seconds to the millisecond.
+func FormatSecondsMs(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
+
+// FormatOffset formats d in seconds to the millisecond, with its sign.
+func FormatOffset(d time.Duration) string { return fmt.Sprintf("%+.3fs", d.Seconds()) }
 
 // relative phrases when `to` happened relative to `from`, named what
 // ("0.5s after the stop signal", "0.003s before the deletion"), or "" when
@@ -52,9 +66,9 @@ func relative(from, to time.Time, what string) string {
 		return ""
 	}
 	if to.Before(from) {
-		return secs(from.Sub(to)) + " before " + what
+		return FormatSeconds(from.Sub(to)) + " before " + what
 	}
-	return secs(to.Sub(from)) + " after " + what
+	return FormatSeconds(to.Sub(from)) + " after " + what
 }
 
 // clause prefixes a non-empty phrase with sep.

@@ -85,7 +85,7 @@ func (c *Correlator) Tick(now time.Time) []Termination {
 		}
 	}
 	c.expire(now)
-	sort.Slice(out, func(i, j int) bool { return startOf(out[i]).Before(startOf(out[j])) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Start().Before(out[j].Start()) })
 	return out
 }
 
@@ -180,7 +180,7 @@ func (c *Correlator) markPartial(p *podState, t *Termination, final bool) (blind
 		addPartial(t, PartialNetnsUnbound)
 	}
 	for _, g := range c.gaps {
-		if overlaps(g, startOf(*t), c.end(p)) {
+		if overlaps(g, t.Start(), c.end(p)) {
 			addPartial(t, g.Reason)
 			blind = true
 		}

@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/netip"
 	"time"
 
 	"github.com/rs/zerolog"
 	"k8s.io/client-go/rest"
 
 	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
+	"github.com/drainwatch/drainwatch/collector/node"
 	"github.com/drainwatch/drainwatch/correlate"
 )
 
@@ -26,18 +27,13 @@ const (
 	DefaultPinPath = "/sys/fs/bpf/drainwatch"
 )
 
-// Kernel is the kernel side the daemon drives: *collector.Kernel, or a fake
+// Kernel is the kernel side the daemon drives: *kernel.Kernel, or a fake
 // in tests that cannot load BPF.
 type Kernel interface {
+	node.Watcher
 	Events() <-chan collector.Event
-	WatchNetns(ino uint32) error
-	UnwatchNetns(ino uint32) error
-	WatchCgroup(id uint64) error
-	UnwatchCgroup(id uint64) error
-	WatchAddr(a netip.Addr) error
-	UnwatchAddr(a netip.Addr) error
-	Stats() (collector.KernelStats, error)
-	Probes() []collector.ProbeStatus
+	Stats() (kernel.Stats, error)
+	Probes() []kernel.ProbeStatus
 	Close() error
 }
 
@@ -69,8 +65,8 @@ type Config struct {
 	CgroupRoot, ProcRoot string
 	Log                  zerolog.Logger
 	Correlate            correlate.Config
-	// OpenKernel opens the kernel side; nil means collector.OpenKernel.
-	OpenKernel func(collector.KernelOptions) (Kernel, error)
+	// OpenKernel opens the kernel side; nil means kernel.Open.
+	OpenKernel func(kernel.Options) (Kernel, error)
 	// TickEvery paces the correlator's Tick, scope binding and the API
 	// view; CheckpointEvery the store's checkpoints.
 	TickEvery, CheckpointEvery time.Duration
@@ -90,7 +86,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("state dir is empty: pass --state-dir (a hostPath that survives restarts, e.g. /var/lib/drainwatch)")
 	}
 	if c.CgroupRoot == "" {
-		root, err := collector.Cgroup2Mount()
+		root, err := node.Cgroup2Mount()
 		if err != nil {
 			return c, fmt.Errorf("finding the cgroup2 mount (or pass --cgroup-root): %w", err)
 		}
@@ -100,7 +96,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.ProcRoot = "/proc"
 	}
 	if c.OpenKernel == nil {
-		c.OpenKernel = func(o collector.KernelOptions) (Kernel, error) { return collector.OpenKernel(o) }
+		c.OpenKernel = func(o kernel.Options) (Kernel, error) { return kernel.Open(o) }
 	}
 	if c.TickEvery <= 0 {
 		c.TickEvery = DefaultTickEvery

@@ -1,7 +1,9 @@
-// Package daemon wires one node's drainwatch: the kernel collector, the
-// API-side collector, the correlator, the exporter's server and the state
-// store, around a single loop goroutine that owns the correlator. It is what
-// `drainwatch run` runs, and what end-to-end tests run in-process.
+// Package daemon wires one node's drainwatch and does nothing else: the
+// kernel collector (collector/kernel), the API-side collector
+// (collector/kube), the scope binding (collector/node), the correlator, the
+// exporter's server and the state store, around a single loop goroutine
+// that owns the correlator. It is what `drainwatch run` runs, and what
+// end-to-end tests run in-process.
 package daemon
 
 import (
@@ -14,7 +16,8 @@ import (
 	"github.com/rs/zerolog"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kube"
+	"github.com/drainwatch/drainwatch/collector/node"
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/exporter"
 )
@@ -33,8 +36,8 @@ type Daemon struct {
 	corr   *correlate.Correlator
 	kernel Kernel
 	// kube is set by Run and read by KubeStats from other goroutines.
-	kube    atomic.Pointer[collector.Kube]
-	scopes  *scopeSync
+	kube    atomic.Pointer[kube.Kube]
+	scopes  *node.Scopes
 	metrics *exporter.Metrics
 	view    *terminationView
 	api     chan apiEvent
@@ -73,10 +76,10 @@ func (d *Daemon) Watching(podUID string) bool { return d.view.isWatched(podUID) 
 func (d *Daemon) Metrics() *exporter.Metrics { return d.metrics }
 
 // KubeStats reports the API watch events received (nil before Run).
-func (d *Daemon) KubeStats() collector.KubeStats {
+func (d *Daemon) KubeStats() kube.Stats {
 	k := d.kube.Load()
 	if k == nil {
-		return collector.KubeStats{}
+		return kube.Stats{}
 	}
 	return k.Stats()
 }
@@ -97,7 +100,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if d.kernel, err = d.cfg.OpenKernel(d.kernelOptions(restored)); err != nil {
 		return fmt.Errorf("opening the kernel collector: %w", err)
 	}
-	d.scopes = newScopeSync(d.kernel, d.corr, d.cfg.CgroupRoot, d.cfg.ProcRoot, d.log)
+	d.scopes = node.NewScopes(d.kernel, d.corr, d.cfg.CgroupRoot, d.cfg.ProcRoot, d.log)
 	if restored {
 		if err := d.restore(cp); err != nil {
 			d.kernel.Close()
@@ -129,7 +132,7 @@ func (d *Daemon) runWired(ctx context.Context) error {
 	// with the final checkpoint.
 	d.accountLost(d.cfg.Now())
 	cpErr := d.checkpoint(closeErr == nil)
-	d.scopes.closeFiles()
+	d.scopes.CloseFiles()
 	if d.events != nil {
 		d.events.Shutdown()
 	}
@@ -142,11 +145,11 @@ func (d *Daemon) startKube(ctx context.Context, errc chan<- error) error {
 	rest := d.cfg.Rest
 	if rest == nil {
 		var err error
-		if rest, err = collector.KubeRestConfig(d.cfg.Kubeconfig); err != nil {
+		if rest, err = kube.RestConfig(d.cfg.Kubeconfig); err != nil {
 			return err
 		}
 	}
-	kube, err := collector.NewKube(collector.KubeConfig{
+	kube, err := kube.New(kube.Config{
 		NodeName: d.cfg.NodeName, Rest: rest, Sink: d.sink, Now: d.cfg.Now,
 		Log: d.log.With().Str("component", "kube").Logger(),
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
 	"github.com/drainwatch/drainwatch/daemon"
 )
 
@@ -32,12 +33,12 @@ func newFakeKernel(resumed bool) *fakeKernel {
 		netns: map[uint32]bool{}, cgroups: map[uint64]bool{}}
 }
 
-func (k *fakeKernel) open(collector.KernelOptions) (daemon.Kernel, error) { return k, nil }
-func (k *fakeKernel) Events() <-chan collector.Event                      { return k.events }
-func (k *fakeKernel) Resumed() bool                                       { return k.resumed }
-func (k *fakeKernel) Probes() []collector.ProbeStatus                     { return nil }
-func (k *fakeKernel) Stats() (collector.KernelStats, error) {
-	return collector.KernelStats{LostInKernel: k.lostInKernel}, nil
+func (k *fakeKernel) open(kernel.Options) (daemon.Kernel, error) { return k, nil }
+func (k *fakeKernel) Events() <-chan collector.Event             { return k.events }
+func (k *fakeKernel) Resumed() bool                              { return k.resumed }
+func (k *fakeKernel) Probes() []kernel.ProbeStatus               { return nil }
+func (k *fakeKernel) Stats() (kernel.Stats, error) {
+	return kernel.Stats{LostInKernel: k.lostInKernel}, nil
 }
 func (k *fakeKernel) Close() error { k.once.Do(func() { close(k.events) }); return nil }
 

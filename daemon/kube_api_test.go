@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kube"
 	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
 )
 
@@ -66,12 +67,12 @@ func testLogger(t *testing.T) zerolog.Logger {
 }
 
 // startKube runs the API-side collector of node until the test ends.
-func startKube(t *testing.T, cfg *rest.Config, node string) (*collector.Kube, *recorder) {
+func startKube(t *testing.T, cfg *rest.Config, node string) (*kube.Kube, *recorder) {
 	t.Helper()
 	rest := rest.CopyConfig(cfg)
 	rest.ContentType = "application/vnd.kubernetes.protobuf"
 	rec := &recorder{}
-	k, err := collector.NewKube(collector.KubeConfig{NodeName: node, Rest: rest, Sink: rec, Log: testLogger(t), Linger: time.Second})
+	k, err := kube.New(kube.Config{NodeName: node, Rest: rest, Sink: rec, Log: testLogger(t), Linger: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,10 +63,10 @@ func (d *Daemon) handleAPI(ev apiEvent) {
 	case ev.pod != nil:
 		d.relist.seen(ev.pod.Pod.UID)
 		d.corr.Pod(*ev.pod)
-		d.scopes.podUpdate(ev.pod.Pod, d.cfg.Now())
+		d.scopes.PodUpdate(ev.pod.Pod, d.cfg.Now())
 	case ev.deleted != nil:
 		d.corr.PodDeleted(*ev.deleted)
-		d.scopes.podDeleted(ev.deleted.UID, ev.deleted.Seen)
+		d.scopes.PodDeleted(ev.deleted.UID, ev.deleted.Seen)
 	case ev.kubelet != nil:
 		d.corr.Kubelet(*ev.kubelet)
 	case ev.endpoint != nil:
@@ -82,11 +82,11 @@ func (d *Daemon) tick(now time.Time) {
 	for _, t := range d.corr.Tick(now) {
 		d.finished(t)
 	}
-	d.scopes.sync(now, false)
+	d.scopes.Sync(now, false)
 	d.accountUnattributed()
 	live := d.corr.Terminations()
 	d.view.publish(live)
-	d.view.publishWatched(d.scopes.watchedPods())
+	d.view.publishWatched(d.scopes.WatchedPods())
 	d.metrics.Expire(exporter.PendingWorkloads(live))
 	d.counters.lastTick = now
 }
@@ -100,7 +100,7 @@ func (d *Daemon) finished(t correlate.Termination) {
 	}
 	d.view.keep(t)
 	d.completed = append(d.completed, t)
-	d.scopes.release(t.PodUID)
+	d.scopes.Release(t.PodUID)
 }
 
 // accountLost turns kernel events lost since the last tick into a gap: the
@@ -148,7 +148,7 @@ func (d *Daemon) checkpoint(clean bool) error {
 	}
 	now := d.cfg.Now()
 	counters := d.metrics.Counters()
-	cp := Checkpoint{Correlator: state, Scopes: d.scopes.records(), Alive: now, Clean: clean, Counters: &counters}
+	cp := Checkpoint{Correlator: state, Scopes: d.scopes.Records(), Alive: now, Clean: clean, Counters: &counters}
 	if st, err := d.kernel.Stats(); err == nil {
 		cp.KernelLost = st.LostInKernel
 	}
@@ -158,7 +158,7 @@ func (d *Daemon) checkpoint(clean bool) error {
 	d.completed = nil
 	cutoff := now.Add(-d.cfg.KeepCompleted)
 	d.view.prune(cutoff)
-	_, err = d.store.Prune(cutoff, lastMark)
+	_, err = d.store.Prune(cutoff, func(t correlate.Termination) time.Time { return t.Marks.Last() })
 	return err
 }
 

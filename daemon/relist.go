@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kube"
 	"github.com/drainwatch/drainwatch/correlate"
 )
 
@@ -31,7 +32,7 @@ func (r *relist) seen(uid string) { delete(r.pending, uid) }
 // full. It goes through the API channel, after every listed pod, from a
 // goroutine: the loop must not block on its own channel. The sink gives up
 // once the API side stops, so the goroutine never outlives the daemon.
-func (r *relist) poll(k *collector.Kube, sink apiSink) {
+func (r *relist) poll(k *kube.Kube, sink apiSink) {
 	if r.marked || r.pending == nil || k == nil || !k.Synced() {
 		return
 	}
@@ -46,7 +47,7 @@ func (d *Daemon) podsGoneWhileDown() {
 	for uid := range d.relist.pending {
 		d.log.Info().Str("pod_uid", uid).Msg("pod deleted while drainwatch was down")
 		d.corr.PodDeleted(collector.PodDeleted{Seen: now, UID: uid})
-		d.scopes.podDeleted(uid, now)
+		d.scopes.PodDeleted(uid, now)
 	}
 	d.relist.pending = nil
 }

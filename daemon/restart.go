@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
 	"github.com/drainwatch/drainwatch/correlate"
 )
 
@@ -31,8 +31,8 @@ import (
 
 // kernelOptions are the options of this run's kernel side: resume the
 // pinned programs only when the store has state that continues them.
-func (d *Daemon) kernelOptions(restored bool) collector.KernelOptions {
-	o := collector.KernelOptions{Logger: d.log.With().Str("component", "kernel").Logger(), NoResume: !restored}
+func (d *Daemon) kernelOptions(restored bool) kernel.Options {
+	o := kernel.Options{Logger: d.log.With().Str("component", "kernel").Logger(), NoResume: !restored}
 	if d.cfg.PinPath != "" {
 		o.PinPath = NodePinPath(d.cfg.PinPath, d.cfg.NodeName)
 	}
@@ -65,7 +65,7 @@ func (d *Daemon) restore(cp Checkpoint) error {
 	}
 	d.relist.restored(cp.Correlator)
 	now := d.cfg.Now()
-	d.scopes.restore(cp.Scopes, now)
+	d.scopes.Restore(cp.Scopes, now)
 	from := downSince(cp)
 	if !resumed || !cp.Clean {
 		d.corr.KernelGap("daemon_down", from, now)

@@ -1,6 +1,9 @@
 package daemon
 
-import "github.com/drainwatch/drainwatch/collector"
+import (
+	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kube"
+)
 
 // apiEvent is one API-side event on its way to the correlator's loop.
 type apiEvent struct {
@@ -35,4 +38,4 @@ func (s apiSink) PodDeleted(d collector.PodDeleted)   { s.send(apiEvent{deleted:
 func (s apiSink) Kubelet(e collector.KubeletEvent)    { s.send(apiEvent{kubelet: &e}) }
 func (s apiSink) Endpoint(u collector.EndpointUpdate) { s.send(apiEvent{endpoint: &u}) }
 
-var _ collector.APISink = apiSink{}
+var _ kube.APISink = apiSink{}

@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/drainwatch/drainwatch/collector/node"
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/exporter"
 )
@@ -72,7 +73,7 @@ func (s *Store) Close() error { return s.db.Close() }
 // transaction so a crash never leaves them out of step.
 type Checkpoint struct {
 	Correlator correlate.State
-	Scopes     []ScopeRecord
+	Scopes     []node.ScopeRecord
 	Alive      time.Time
 	// Clean is set by the checkpoint of an orderly shutdown: every kernel
 	// event read from the ring buffer was counted and saved.
@@ -85,13 +86,6 @@ type Checkpoint struct {
 	// terminations counted into them (nil leaves the stored ones as they
 	// are).
 	Counters *exporter.CounterState
-}
-
-// ScopeRecord is one pod's watched kernel scopes.
-type ScopeRecord struct {
-	PodUID  string            `json:"pod_uid"`
-	Netns   uint32            `json:"netns,omitempty"`
-	Cgroups map[string]uint64 `json:"cgroups,omitempty"` // by container name
 }
 
 // SaveCheckpoint writes a checkpoint and the terminations completed since

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/drainwatch/drainwatch/collector/node"
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/daemon"
 )
@@ -25,7 +26,7 @@ func TestStoreRoundTrip(t *testing.T) {
 		Counts: correlate.Counts{RefusedAfterSigterm: 44}, Marks: correlate.Marks{StopSignal: at, PodGone: at.Add(time.Second)}}
 	cp := daemon.Checkpoint{
 		Correlator: correlate.State{KernelWatermark: correlate.Watermark{At: at, Ties: 2}},
-		Scopes:     []daemon.ScopeRecord{{PodUID: "recent", Netns: 4026532000, Cgroups: map[string]uint64{"app": 77}}},
+		Scopes:     []node.ScopeRecord{{PodUID: "recent", Netns: 4026532000, Cgroups: map[string]uint64{"app": 77}}},
 		Alive:      at,
 	}
 	must(t, s.SaveCheckpoint(cp, []correlate.Termination{old, recent}), s.Close())

@@ -58,7 +58,7 @@ func (v *terminationView) keep(ts ...correlate.Termination) {
 func (v *terminationView) prune(cutoff time.Time) {
 	v.mu.Lock()
 	for uid, t := range v.stored {
-		if lastMark(t).Before(cutoff) {
+		if t.Marks.Last().Before(cutoff) {
 			delete(v.stored, uid)
 		}
 	}
@@ -94,17 +94,4 @@ func (v *terminationView) Get(uid string) (correlate.Termination, bool) {
 	}
 	t, ok := v.stored[uid]
 	return t, ok
-}
-
-// lastMark is the latest mark of a termination, its age for pruning.
-func lastMark(t correlate.Termination) time.Time {
-	m := t.Marks
-	var last time.Time
-	for _, x := range []time.Time{m.DeleteRequested, m.DeletionSeen, m.Killing, m.PrestopFailed, m.StopSignal,
-		m.EndpointsNotReady, m.ListenerClosed, m.LastAccept, m.Sigkill, m.Exit, m.PodGone} {
-		if x.After(last) {
-			last = x
-		}
-	}
-	return last
 }

@@ -38,7 +38,7 @@ func (f Filter) Match(t correlate.Termination) bool {
 		return false
 	case f.Revision != "" && t.Workload.Revision != f.Revision:
 		return false
-	case !f.Since.IsZero() && lastTime(t).Before(f.Since):
+	case !f.Since.IsZero() && t.Marks.Last().Before(f.Since):
 		return false
 	}
 	return true

@@ -15,21 +15,6 @@ var (
 	terminationsDesc = prometheus.NewDesc("drainwatch_terminations_total",
 		"Pod terminations completed on this node, by rollout and outcome (clean, refused, killed, refused_and_killed, partial).",
 		append(rolloutLabelNames[:4:4], "outcome"), nil)
-	refusedDesc = prometheus.NewDesc("drainwatch_connections_refused_after_sigterm_total",
-		"Connection attempts answered with a RST (no socket: ECONNREFUSED at the client) from the stop signal until the pod's network namespace was gone.",
-		rolloutLabelNames, nil)
-	killedDesc = prometheus.NewDesc("drainwatch_requests_killed_by_sigkill_total",
-		"Accepted connections with a request in flight torn down because their process died of SIGKILL.",
-		rolloutLabelNames, nil)
-	acceptedDesc = prometheus.NewDesc("drainwatch_connections_accepted_after_endpoint_removal_total",
-		"Connections accepted after the pod's endpoint became not ready: routing had not converged yet.",
-		rolloutLabelNames, nil)
-	resetsDesc = prometheus.NewDesc("drainwatch_connections_reset_at_shutdown_total",
-		"Connections the shutdown reset while the process was alive (ECONNRESET or an empty reply at the client): accepted connections still queued when the listener closed, handshakes it left half-open, and connections with a request in flight the server closed or reset before answering.",
-		rolloutLabelNames, nil)
-	probesDesc = prometheus.NewDesc("drainwatch_probe_connections_refused_total",
-		"Connection attempts by this node's kubelet (readiness probes) refused during terminations: not client traffic, never in connections_refused_after_sigterm_total.",
-		rolloutLabelNames, nil)
 	partialDesc = prometheus.NewDesc("drainwatch_terminations_partial_total",
 		"Terminations whose kernel view is incomplete, one increment per reason: "+strings.Join(partialReasons, ", ")+".",
 		append(workloadLabelNames[:3:3], "reason"), nil)
@@ -41,13 +26,43 @@ var (
 		workloadLabelNames, nil)
 )
 
+// rolloutCounters are the per-rollout counters beside terminations_total:
+// one row per series, read from the revision's state.
+var rolloutCounters = []struct {
+	desc *prometheus.Desc
+	of   func(rs *revisionState) uint64
+}{
+	{rolloutDesc("drainwatch_connections_refused_after_sigterm_total",
+		"Connection attempts answered with a RST (no socket: ECONNREFUSED at the client) from the stop signal until the pod's network namespace was gone."),
+		func(rs *revisionState) uint64 { return rs.refused }},
+	{rolloutDesc("drainwatch_requests_killed_by_sigkill_total",
+		"Accepted connections with a request in flight torn down because their process died of SIGKILL."),
+		func(rs *revisionState) uint64 { return rs.killed }},
+	{rolloutDesc("drainwatch_connections_accepted_after_endpoint_removal_total",
+		"Connections accepted after the pod's endpoint became not ready: routing had not converged yet."),
+		func(rs *revisionState) uint64 { return rs.acceptedNR }},
+	{rolloutDesc("drainwatch_connections_reset_at_shutdown_total",
+		"Connections the shutdown reset while the process was alive (ECONNRESET or an empty reply at the client): accepted connections still queued when the listener closed, handshakes it left half-open, and connections with a request in flight the server closed or reset before answering."),
+		func(rs *revisionState) uint64 { return rs.resets }},
+	{rolloutDesc("drainwatch_probe_connections_refused_total",
+		"Connection attempts by this node's kubelet (readiness probes) refused during terminations: not client traffic, never in connections_refused_after_sigterm_total."),
+		func(rs *revisionState) uint64 { return rs.probes }},
+}
+
+func rolloutDesc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, rolloutLabelNames, nil)
+}
+
 // rolloutCollector exports the per-rollout state of Metrics as const
 // metrics, so that expired revisions simply stop being collected.
 type rolloutCollector struct{ m *Metrics }
 
 func (c rolloutCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{terminationsDesc, refusedDesc, killedDesc, acceptedDesc, resetsDesc, probesDesc,
-		partialDesc, phaseDesc, routingLagDesc} {
+	ch <- terminationsDesc
+	for _, c := range rolloutCounters {
+		ch <- c.desc
+	}
+	for _, d := range []*prometheus.Desc{partialDesc, phaseDesc, routingLagDesc} {
 		ch <- d
 	}
 }
@@ -68,11 +83,9 @@ func collectRevision(ch chan<- prometheus.Metric, rs *revisionState) {
 	for outcome, n := range rs.outcomes {
 		ch <- prometheus.MustNewConstMetric(terminationsDesc, prometheus.CounterValue, float64(n), append(l[:4:4], outcome)...)
 	}
-	ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(rs.refused), l...)
-	ch <- prometheus.MustNewConstMetric(killedDesc, prometheus.CounterValue, float64(rs.killed), l...)
-	ch <- prometheus.MustNewConstMetric(acceptedDesc, prometheus.CounterValue, float64(rs.acceptedNR), l...)
-	ch <- prometheus.MustNewConstMetric(resetsDesc, prometheus.CounterValue, float64(rs.resets), l...)
-	ch <- prometheus.MustNewConstMetric(probesDesc, prometheus.CounterValue, float64(rs.probes), l...)
+	for _, c := range rolloutCounters {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(c.of(rs)), l...)
+	}
 }
 
 func collectWorkload(ch chan<- prometheus.Metric, ws *workloadState) {

@@ -101,7 +101,7 @@ func (m *Metrics) countable(t correlate.Termination) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	now := m.now()
-	end := lastTime(t)
+	end := t.Marks.Last()
 	if end.IsZero() || end.After(now) {
 		return now, true
 	}

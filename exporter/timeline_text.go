@@ -33,13 +33,13 @@ func writeTimeline(w *bufio.Writer, v TerminationView) {
 	wl := t.Workload
 	fmt.Fprintf(w, "%s/%s  %s %s revision %s  node %s  outcome %s\n", wl.Namespace, t.Pod,
 		orNone(wl.Kind), orNone(wl.Name), orNone(wl.Revision), t.Node, orNone(t.Outcome))
-	fmt.Fprintf(w, "  uid %s  ip %s  grace period %s%s\n", t.PodUID, t.PodIP, secs(t.GracePeriod), partialNote(t))
+	fmt.Fprintf(w, "  uid %s  ip %s  grace period %s%s\n", t.PodUID, t.PodIP, correlate.FormatSecondsMs(t.GracePeriod), partialNote(t))
 	origin := t.Marks.StopSignal
 	if origin.IsZero() {
-		origin = StartTime(t)
+		origin = t.Marks.First()
 	}
-	for _, m := range MarkList(t.Marks) {
-		line := fmt.Sprintf("  %+9.3fs  %-20s %s", m.Time.Sub(origin).Seconds(), m.Name, markDetail(t, m.Name))
+	for _, m := range t.Marks.Observed() {
+		line := fmt.Sprintf("  %10s  %-20s %s", correlate.FormatOffset(m.Time.Sub(origin)), m.Name, markDetail(t, m.Name))
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
 	writeCounts(w, t)
@@ -109,7 +109,7 @@ func connectionsLine(t correlate.Termination, origin time.Time) string {
 	if probes != [2]int{} {
 		line += fmt.Sprintf("; probes %d accepted, %d refused", probes[0], probes[1])
 	}
-	return fmt.Sprintf("%s, from %+.3fs to %+.3fs", line, first.Sub(origin).Seconds(), last.Sub(origin).Seconds())
+	return fmt.Sprintf("%s, from %s to %s", line, correlate.FormatOffset(first.Sub(origin)), correlate.FormatOffset(last.Sub(origin)))
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -135,7 +135,7 @@ func durationLine(t correlate.Termination) string {
 	var parts []string
 	for _, name := range durationOrder {
 		if d, ok := ds[name]; ok {
-			parts = append(parts, fmt.Sprintf("%s %s", name, secs(d)))
+			parts = append(parts, fmt.Sprintf("%s %s", name, correlate.FormatSecondsMs(d)))
 		}
 	}
 	return strings.Join(parts, "  ")
@@ -147,8 +147,6 @@ func partialNote(t correlate.Termination) string {
 	}
 	return "  partial: " + strings.Join(t.PartialReasons, ", ")
 }
-
-func secs(d time.Duration) string { return fmt.Sprintf("%.3fs", d.Seconds()) }
 
 func orNone(s string) string {
 	if s == "" {

@@ -63,7 +63,7 @@ func newTimeScale(t correlate.Termination) timeScale {
 			end = x
 		}
 	}
-	for _, m := range MarkList(t.Marks) {
+	for _, m := range t.Marks.Observed() {
 		extend(m.Time)
 	}
 	for _, c := range t.Connections {
@@ -89,7 +89,7 @@ func (s timeScale) X(x time.Time) float64 {
 
 // rel formats x relative to the origin: "+0.125s", "-1.500s".
 func (s timeScale) rel(x time.Time) string {
-	return fmt.Sprintf("%+.3fs", x.Sub(s.origin).Seconds())
+	return correlate.FormatOffset(x.Sub(s.origin))
 }
 
 // ticks returns axis ticks at a round step, relative to the origin.

@@ -67,7 +67,7 @@ func checkScreenshot(t *testing.T, term correlate.Termination) {
 	img := screenshot(t, ts.URL+"/ui", 1000, 460)
 	columns := colourColumns(img)
 	scale := newTimeScale(term)
-	for _, m := range MarkList(term.Marks) {
+	for _, m := range term.Marks.Observed() {
 		assertColumns(t, m.Name, columns[MarkColors[m.Name]], []float64{scale.X(m.Time)})
 	}
 	// The legend's swatches: client bars at legendX and legendX+6, probe

@@ -65,7 +65,7 @@ func newTimelineView(t correlate.Termination) timelineView {
 		Geometry:   pageGeometry,
 	}
 	var rows labelRowSet
-	for _, m := range MarkList(t.Marks) {
+	for _, m := range t.Marks.Observed() {
 		mv := markView{Name: m.Name, Color: MarkColors[m.Name], Rel: s.rel(m.Time), X: s.X(m.Time), Anchor: "start", DX: 4}
 		width := float64(len(mv.Name)+len(mv.Rel)+2) * labelCharW
 		from, to := mv.X-3, mv.X+width

@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
 	"github.com/drainwatch/drainwatch/daemon"
 )
 
@@ -38,7 +38,7 @@ func cleanupCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	code := 0
 	for _, dir := range dirs {
-		if err := collector.RemovePins(dir); err != nil {
+		if err := kernel.RemovePins(dir); err != nil {
 			fmt.Fprintln(stderr, "drainwatch cleanup:", err)
 			code = 1
 			continue

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/rand"
 
-	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
 )
 
@@ -19,11 +19,11 @@ func TestCleanup(t *testing.T) {
 	privileged.RequireFile(t, "/sys/kernel/btf/vmlinux", "kernel BTF")
 	root := filepath.Join("/sys/fs/bpf", "drainwatch-cleanup-"+rand.String(6))
 	t.Cleanup(func() { os.RemoveAll(root) })
-	running, err := collector.OpenKernel(collector.KernelOptions{PinPath: filepath.Join(root, "node-a")})
+	running, err := kernel.Open(kernel.Options{PinPath: filepath.Join(root, "node-a")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopped, err := collector.OpenKernel(collector.KernelOptions{PinPath: filepath.Join(root, "node-b")})
+	stopped, err := kernel.Open(kernel.Options{PinPath: filepath.Join(root, "node-b")})
 	if err != nil {
 		running.Close()
 		t.Fatal(err)

@@ -12,7 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/client-go/rest"
 
-	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
+	"github.com/drainwatch/drainwatch/collector/node"
 )
 
 // doctorEnv is everything the checks read from the node, so a test can
@@ -28,7 +29,7 @@ type doctorEnv struct {
 	nodeName      string
 	capEff        func() (uint64, error)
 	fsMagic       func(path string) (int64, error)
-	probes        func() ([]collector.ProbeStatus, error)
+	probes        func() ([]kernel.ProbeStatus, error)
 	// kube returns the API configuration, nil when there is none to check.
 	kube func() (*rest.Config, string, error)
 }
@@ -184,13 +185,13 @@ func checkCgroup2(root string) checkResult {
 	r := checkResult{Check: "cgroup v2", Status: checkOK}
 	if root == "" {
 		var err error
-		if root, err = collector.Cgroup2Mount(); err != nil {
+		if root, err = node.Cgroup2Mount(); err != nil {
 			r.Status, r.Detail = checkFail, err.Error()
 			r.Fix = "boot the node with the unified cgroup hierarchy (systemd.unified_cgroup_hierarchy=1) and mount /sys/fs/cgroup (hostPath)"
 			return r
 		}
 	}
-	if _, err := collector.CgroupID(root); err != nil {
+	if _, err := node.CgroupID(root); err != nil {
 		r.Status, r.Detail = checkFail, err.Error()
 		r.Fix = "mount the host's /sys/fs/cgroup into the pod (hostPath), or set --cgroup-root"
 		return r
@@ -209,8 +210,8 @@ func checkNodeName(node string) checkResult {
 
 // loadProbes loads and attaches the programs as `drainwatch trace` does
 // (nothing pinned, no scope watched), reads their states and detaches them.
-func loadProbes() ([]collector.ProbeStatus, error) {
-	k, err := collector.OpenKernel(collector.KernelOptions{Logger: zerolog.Nop()})
+func loadProbes() ([]kernel.ProbeStatus, error) {
+	k, err := kernel.Open(kernel.Options{Logger: zerolog.Nop()})
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +219,7 @@ func loadProbes() ([]collector.ProbeStatus, error) {
 	return probes, k.Close()
 }
 
-func checkProbes(load func() ([]collector.ProbeStatus, error)) []checkResult {
+func checkProbes(load func() ([]kernel.ProbeStatus, error)) []checkResult {
 	probes, err := load()
 	if err != nil && len(probes) == 0 {
 		fix := "see the capability lines above"
@@ -231,9 +232,9 @@ func checkProbes(load func() ([]collector.ProbeStatus, error)) []checkResult {
 	for _, p := range probes {
 		r := checkResult{Check: "probe " + p.Name, Status: checkOK, Detail: string(p.State) + " " + p.Hook}
 		switch p.State {
-		case collector.ProbeFallback:
+		case kernel.ProbeFallback:
 			r.Detail += ": " + p.Detail
-		case collector.ProbeUnavailable:
+		case kernel.ProbeUnavailable:
 			r.Status, r.Detail = checkFail, r.Detail+": "+p.Detail
 			r.Fix = "a kernel with this tracepoint in BTF (Linux >= 5.8); see the daemon's eBPF probe log line"
 		}

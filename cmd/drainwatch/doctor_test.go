@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
-	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
 )
 
@@ -25,8 +25,8 @@ func fakeEnv() doctorEnv {
 		fsMagic: func(p string) (int64, error) {
 			return map[string]int64{"/sys/kernel/tracing": 0x74726163, "/sys/fs/bpf": 0xcafe4a11}[p], nil
 		},
-		probes: func() ([]collector.ProbeStatus, error) {
-			return []collector.ProbeStatus{{Name: "refused", Hook: "tp_btf/kfree_skb", State: collector.ProbeFallback, Detail: "Linux < 6.10"}}, nil
+		probes: func() ([]kernel.ProbeStatus, error) {
+			return []kernel.ProbeStatus{{Name: "refused", Hook: "tp_btf/kfree_skb", State: kernel.ProbeFallback, Detail: "Linux < 6.10"}}, nil
 		},
 		kube: func() (*rest.Config, string, error) { return nil, "", nil },
 	}
@@ -89,7 +89,7 @@ func TestDoctorInjectedFailures(t *testing.T) {
 
 // TestDoctorProbesDenied: a bpf(2) EPERM names seccomp and the capabilities.
 func TestDoctorProbesDenied(t *testing.T) {
-	rs := checkProbes(func() ([]collector.ProbeStatus, error) {
+	rs := checkProbes(func() ([]kernel.ProbeStatus, error) {
 		return nil, errors.New("loading BPF programs: operation not permitted")
 	})
 	if len(rs) != 1 || rs[0].Status != checkFail || !strings.Contains(rs[0].Fix, "seccomp") {

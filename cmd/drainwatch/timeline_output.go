@@ -50,7 +50,7 @@ func writeWide(w io.Writer, views []exporter.TerminationView, header bool) error
 	}
 	for _, v := range views {
 		started := "-"
-		if t := exporter.StartTime(v.Termination); !t.IsZero() {
+		if t := v.Termination.Start(); !t.IsZero() {
 			started = t.UTC().Format(time.RFC3339)
 		}
 		c := v.Counts

@@ -14,6 +14,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
+	"github.com/drainwatch/drainwatch/collector/node"
 )
 
 // traceFlags are `drainwatch trace`'s filters and output format. With no
@@ -66,12 +68,12 @@ func traceCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr)}).Level(level).With().Timestamp().Logger()
-	k, err := collector.OpenKernel(collector.KernelOptions{Logger: log, WatchAll: f.watchAll()})
+	k, err := kernel.Open(kernel.Options{Logger: log, WatchAll: f.watchAll()})
 	if err != nil {
 		fmt.Fprintln(stderr, "drainwatch trace:", err)
 		return 1
 	}
-	if err := watchScopes(k, f, log); err != nil {
+	if err := node.WatchFilter(k, node.Filter{PID: f.pid, Netns: f.netns, Cgroup: f.cgroup}, log); err != nil {
 		k.Close()
 		fmt.Fprintln(stderr, "drainwatch trace:", err)
 		return 2
@@ -81,64 +83,13 @@ func traceCmd(args []string, stdout, stderr io.Writer) int {
 	return streamEvents(ctx, k, f.format, stdout, stderr)
 }
 
-// watchScopes turns the filters into watched netns inodes and cgroup ids.
-func watchScopes(k *collector.Kernel, f traceFlags, log zerolog.Logger) error {
-	if f.pid != 0 {
-		ino, err := collector.NetnsOfPID(f.pid)
-		if err != nil {
-			return err
-		}
-		dir, err := collector.CgroupOfPID(f.pid)
-		if err != nil {
-			return err
-		}
-		if err := watchNetnsCgroup(k, ino, dir, log); err != nil {
-			return err
-		}
-	}
-	if f.netns != "" {
-		ino, err := collector.ResolveNetns(f.netns)
-		if err != nil {
-			return err
-		}
-		if err := watchNetnsCgroup(k, ino, "", log); err != nil {
-			return err
-		}
-	}
-	if f.cgroup != "" {
-		return watchNetnsCgroup(k, 0, f.cgroup, log)
-	}
-	return nil
-}
-
-func watchNetnsCgroup(k *collector.Kernel, netns uint32, cgroupDir string, log zerolog.Logger) error {
-	if netns != 0 {
-		if err := k.WatchNetns(netns); err != nil {
-			return err
-		}
-		log.Info().Uint32("netns", netns).Msg("watching network namespace")
-	}
-	if cgroupDir == "" {
-		return nil
-	}
-	id, err := collector.CgroupID(cgroupDir)
-	if err != nil {
-		return err
-	}
-	if err := k.WatchCgroup(id); err != nil {
-		return err
-	}
-	log.Info().Uint64("cgroup_id", id).Str("cgroup", cgroupDir).Msg("watching cgroup")
-	return nil
-}
-
 // streamEvents writes events until ctx ends, then closes the kernel side,
 // writes what was still buffered and prints the summary to stderr.
-func streamEvents(ctx context.Context, k *collector.Kernel, format string, stdout, stderr io.Writer) int {
+func streamEvents(ctx context.Context, k *kernel.Kernel, format string, stdout, stderr io.Writer) int {
 	w := bufio.NewWriter(stdout)
-	write := writeJSON
+	write := collector.WriteTraceJSON
 	if format == "text" {
-		write = writeText
+		write = collector.WriteTraceText
 	}
 	events := k.Events()
 	go func() {
@@ -153,7 +104,7 @@ func streamEvents(ctx context.Context, k *collector.Kernel, format string, stdou
 	}
 	w.Flush()
 	st, err := k.Stats()
-	printSummary(stderr, st, err)
+	st.WriteSummary(stderr, err)
 	return 0
 }
 

@@ -2,14 +2,9 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
-	"net/netip"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/drainwatch/drainwatch/collector"
 )
 
 func TestParseTraceFlags(t *testing.T) {
@@ -24,48 +19,6 @@ func TestParseTraceFlags(t *testing.T) {
 		if _, err := parseTraceFlags(bad, io.Discard); err == nil {
 			t.Errorf("%q: want an error", bad)
 		}
-	}
-}
-
-func TestWriteJSON(t *testing.T) {
-	exit := collector.Event{Type: collector.EventExit, Time: time.Unix(1, 5), PID: 7, ExitCode: 0}
-	refused := collector.Event{Type: collector.EventRefused, Reason: 1,
-		Local: netip.MustParseAddrPort("10.251.0.2:9"), Remote: netip.MustParseAddrPort("10.251.0.1:4000")}
-	inflight := collector.Event{Type: collector.EventConnClosedInflight, Cause: collector.CauseSigkill}
-	var buf bytes.Buffer
-	for _, ev := range []collector.Event{exit, refused, inflight} {
-		writeJSON(&buf, &ev)
-	}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	want := []map[string]any{
-		{"type": "exit", "time": "1970-01-01T00:00:01.000000005Z", "pid": 7.0, "exit_code": 0.0},
-		{"type": "refused", "local": "10.251.0.2:9", "remote": "10.251.0.1:4000", "reason": 1.0},
-		{"type": "conn_closed_inflight", "cause": "sigkill"},
-	}
-	for i, line := range lines {
-		var got map[string]any
-		if err := json.Unmarshal([]byte(line), &got); err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range want[i] {
-			if got[k] != v {
-				t.Errorf("line %d: %s = %v, want %v (%s)", i, k, got[k], v, line)
-			}
-		}
-	}
-}
-
-func TestWriteTextAndSummary(t *testing.T) {
-	var buf bytes.Buffer
-	ev := collector.Event{Type: collector.EventSignal, Signal: 15, PID: 3, TargetInit: true}
-	writeText(&buf, &ev)
-	if !strings.Contains(buf.String(), "signal") || !strings.Contains(buf.String(), "sig=15 pid=3") {
-		t.Fatalf("text: %q", buf.String())
-	}
-	buf.Reset()
-	printSummary(&buf, collector.KernelStats{Events: map[collector.EventType]uint64{collector.EventRefused: 4}, Dropped: 2}, nil)
-	if !strings.Contains(buf.String(), "refused                4") || !strings.Contains(buf.String(), "lost                   2") {
-		t.Fatalf("summary: %q", buf.String())
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drainwatch/drainwatch/exporter/promtest"
+	"github.com/drainwatch/drainwatch/testenv/promtest"
 )
 
 // TestCommittedJSONIsGenerated fails when drainwatch.json is stale: run

@@ -8,8 +8,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/drainwatch/drainwatch/exporter/promtest"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
+	"github.com/drainwatch/drainwatch/testenv/promtest"
 )
 
 const promtool = "/usr/bin/promtool"

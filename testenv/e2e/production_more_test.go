@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,20 +58,9 @@ func haproxySoftStop(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pods := deploy(ctx, t, c, ns, haproxyDeployment(ns, "web", argv[1:]))
-	waitWatching(ctx, t, ds, pods)
-	victim := &pods[0]
-	addr := cluster.PodAddr(victim, cluster.ServerPort)
-	res, err := c.Seeds(ctx, victim, cluster.ServerPort, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := waitComplete(ctx, t, daemonOf(t, ds, victim), string(victim.UID))
-	want := lab.RefusedTo(addr, res.Work, res.Readiness, []client.Request{res.Slow})
-	probes, err := c.ProbeRefusals(victim, res.StopAt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := runSeeds(ctx, t, c, ds, ns, haproxyDeployment(ns, "web", argv[1:]))
+	victim, res, got, want := run.victim, run.res, run.got, run.want
+	probes := run.proberRefused(t, c)
 	t.Logf("clients %s (work) %s (ready) slow %s; prober refused %d; drainwatch %+v stop %d to %q (API %d) %v partial %v",
 		client.Summarize(res.Work), client.Summarize(res.Readiness), res.Slow.Outcome, probes,
 		got.Counts, got.StopSignal, got.StopSignalTarget, got.StopSignalAPI, codes(got), got.PartialReasons)
@@ -83,14 +71,7 @@ func haproxySoftStop(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	if got.StopSignal != uint32(syscall.SIGUSR1) || got.StopSignalTarget != "haproxy" || got.StopSignalAPI != uint32(syscall.SIGUSR1) {
 		t.Errorf("stop signal %d to %q (API %d), want SIGUSR1 to haproxy, SIGUSR1 in the API", got.StopSignal, got.StopSignalTarget, got.StopSignalAPI)
 	}
-	if got.Counts.RefusedAfterSigterm != want || got.Counts.RefusedBeforeSigterm != 0 || want < 10 {
-		dumpRefused(t, got, res.StopAt, res.Work, res.Readiness, []client.Request{res.Slow})
-		t.Errorf("refused after/before the stop signal %d/%d, clients saw %d refused (want ≥ 10 to reproduce the seeds)",
-			got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, want)
-	}
-	if got.Counts.ProbeRefused != probes {
-		t.Errorf("probe_refused %d, the kubelet prober saw %d refused", got.Counts.ProbeRefused, probes)
-	}
+	assertSeedsRefusals(t, got, res, want, probes)
 	if res.Slow.Outcome != client.OK || got.Counts.RequestsKilledBySigkill != 0 || got.Partial {
 		t.Errorf("slow %s, killed %d, partial %v: want the soft stop to finish the proxied request, complete view",
 			res.Slow.Outcome, got.Counts.RequestsKilledBySigkill, got.PartialReasons)
@@ -101,7 +82,7 @@ func haproxySoftStop(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	// haproxy, still alive, resets its own pooled connection to the
 	// backend over the pod's loopback after the last listener closed: no
 	// client sees it, and drainwatch keeps loopback out of the resets.
-	cut := cutTo(addr, res.Work, res.Readiness, []client.Request{res.Slow})
+	cut := cutTo(run.addr, res.Work, res.Readiness, []client.Request{res.Slow})
 	t.Logf("connections_reset_at_shutdown %d, clients cut %d; listener_closed (last listener) %s after the stop signal",
 		got.Counts.ConnectionsResetAtShutdown, cut, got.Marks.ListenerClosed.Sub(got.Marks.StopSignal))
 	if got.Counts.ConnectionsResetAtShutdown != cut {
@@ -175,14 +156,7 @@ func budgetTooSmall(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 		t.Errorf("node agent: stop timeout %ds, SIGKILL %v, exit %d: want the 2 s floor, a clean exit in it",
 			term.StopTimeout, term.SIGKILLAt, term.ExitCode)
 	}
-	if got.Counts.RefusedAfterSigterm != want || got.Counts.RefusedBeforeSigterm != 0 || want < 10 {
-		dumpRefused(t, got, res.StopAt, res.Work, res.Readiness, []client.Request{res.Slow})
-		t.Errorf("refused after/before the stop signal %d/%d, clients saw %d refused (want ≥ 10)",
-			got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, want)
-	}
-	if got.Counts.ProbeRefused != probes {
-		t.Errorf("probe_refused %d, the kubelet prober saw %d refused", got.Counts.ProbeRefused, probes)
-	}
+	assertSeedsRefusals(t, got, res, want, probes)
 	if res.Slow.Outcome != client.OK || got.Counts.RequestsKilledBySigkill != 0 || got.Partial {
 		t.Errorf("slow %s, killed %d, partial %v: want no kill, complete view", res.Slow.Outcome,
 			got.Counts.RequestsKilledBySigkill, got.PartialReasons)
@@ -220,23 +194,12 @@ func graceExceeded(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	waitWatching(ctx, t, ds, pods)
 	victim := &pods[0]
 	addr := cluster.PodAddr(victim, cluster.ServerPort)
-	var wg sync.WaitGroup
-	slow := make([]client.Request, inflight)
-	for i := range slow {
-		sent := make(chan struct{})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slow[i] = client.Get(ctx, c.Dial, addr, "/slow?ms=20000", 30*time.Second, sent)
-		}()
-		<-sent
-	}
-	time.Sleep(200 * time.Millisecond) // being handled, not just queued
+	slow, waitSlow := startSlow(ctx, c, addr, inflight)
 	stopAt := time.Now()
 	if err := c.DeletePod(ctx, ns, victim.Name); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
+	waitSlow()
 	got := waitComplete(ctx, t, daemonOf(t, ds, victim), string(victim.UID))
 	term, err := c.WaitTerminated(ctx, victim.UID)
 	if err != nil {

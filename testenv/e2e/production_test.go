@@ -15,7 +15,6 @@ import (
 
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
-	"github.com/drainwatch/drainwatch/testenv/lab"
 	"github.com/drainwatch/drainwatch/testenv/workload"
 )
 
@@ -36,43 +35,16 @@ func TestNginxImageStopSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dep := nginxDeployment(ns, "web", argv[1:])
-	if err := c.Apply(ctx, cluster.Namespace(ns), dep, cluster.ServiceFor(ns, "web")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WaitRolledOut(ctx, ns, "web"); err != nil {
-		t.Fatal(err)
-	}
-	pods, err := c.ReadyPods(ctx, ns, "app=web")
-	if err != nil || len(pods) != 1 {
-		t.Fatalf("ready pods: %v, %v", pods, err)
-	}
-	waitWatching(ctx, t, ds, pods)
-	victim := &pods[0]
-	addr := cluster.PodAddr(victim, cluster.ServerPort)
-	res, err := c.Seeds(ctx, victim, cluster.ServerPort, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := waitComplete(ctx, t, daemonOf(t, ds, victim), string(victim.UID))
-	want := lab.RefusedTo(addr, res.Work, res.Readiness, []client.Request{res.Slow})
-	probes, err := c.ProbeRefusals(victim, res.StopAt)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := runSeeds(ctx, t, c, ds, ns, nginxDeployment(ns, "web", argv[1:]))
+	res, got, want := run.res, run.got, run.want
+	probes := run.proberRefused(t, c)
 	t.Logf("clients %s (work) %s (ready) slow %s; prober refused %d; drainwatch %+v stop %d (API %d) %v partial %v",
 		client.Summarize(res.Work), client.Summarize(res.Readiness), res.Slow.Outcome, probes,
 		got.Counts, got.StopSignal, got.StopSignalAPI, codes(got), got.PartialReasons)
 	if got.StopSignal != uint32(syscall.SIGQUIT) || got.StopSignalAPI != 0 {
 		t.Errorf("stop signal %d (API %d), want SIGQUIT from the image and none from the API", got.StopSignal, got.StopSignalAPI)
 	}
-	if got.Counts.RefusedAfterSigterm != want || got.Counts.RefusedBeforeSigterm != 0 || want < 10 {
-		t.Errorf("refused after/before the stop signal %d/%d, clients saw %d refused (want ≥ 10 to reproduce the seeds)",
-			got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, want)
-	}
-	if got.Counts.ProbeRefused != probes {
-		t.Errorf("probe_refused %d, the kubelet prober saw %d refused", got.Counts.ProbeRefused, probes)
-	}
+	assertSeedsRefusals(t, got, res, want, probes)
 	if res.Slow.Outcome != client.OK || got.Counts.RequestsKilledBySigkill != 0 || got.Partial {
 		t.Errorf("slow %s, killed %d, partial %v: want the graceful stop to finish the download, complete view",
 			res.Slow.Outcome, got.Counts.RequestsKilledBySigkill, got.PartialReasons)

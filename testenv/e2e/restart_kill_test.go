@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/exporter"
 	"github.com/drainwatch/drainwatch/testenv/client"
@@ -46,7 +46,7 @@ func TestRolloutWithDaemonKilled(t *testing.T) {
 	defer cancel()
 	pinPath := filepath.Join("/sys/fs/bpf", "drainwatch-e2e-"+rand.String(6))
 	t.Cleanup(func() {
-		if err := collector.RemovePins(pinPath); err != nil {
+		if err := kernel.RemovePins(pinPath); err != nil {
 			t.Error(err)
 		}
 	})
@@ -61,19 +61,7 @@ func TestRolloutWithDaemonKilled(t *testing.T) {
 	dep.Spec.Strategy = oneAtATime()
 	old := deploy(ctx, t, c, ns, dep)
 	time.Sleep(time.Second) // the daemon binds the pods' scopes (200 ms scans)
-	r, err := c.StartRouter(ctx, cluster.RouterConfig{Namespace: ns, Service: "web", Delay: routerDelay})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for len(r.Backends()) != 4 && ctx.Err() == nil {
-		time.Sleep(50 * time.Millisecond)
-	}
-	loadDone := startLoad(ctx, c, r)
-	time.Sleep(500 * time.Millisecond)
-	if _, err := c.Kubectl(ctx, "-n", ns, "rollout", "restart", "deployment/web"); err != nil {
-		t.Fatal(err)
-	}
-	first := waitAnyDeleting(ctx, t, c, ns, old)
+	r, loadDone, first := restartUnderLoad(ctx, t, c, ns, old)
 	bd.waitFor(ctx, t, ns, string(first.UID), func(t correlate.Termination) bool { return !t.Marks.DeletionSeen.IsZero() })
 	bd.kill(t)
 	down := time.Now()

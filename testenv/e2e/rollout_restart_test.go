@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
-	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kernel"
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
@@ -67,7 +67,7 @@ func testRolloutRestart(t *testing.T, pinned bool) {
 		pinPath := filepath.Join("/sys/fs/bpf", "drainwatch-e2e-"+rand.String(6))
 		// Registered before the daemon's stop, so it runs after it.
 		t.Cleanup(func() {
-			if err := collector.RemovePins(pinPath); err != nil {
+			if err := kernel.RemovePins(pinPath); err != nil {
 				t.Error(err)
 			}
 		})
@@ -84,19 +84,7 @@ func testRolloutRestart(t *testing.T, pinned bool) {
 	dep.Spec.Strategy = oneAtATime()
 	old := deploy(ctx, t, c, ns, dep)
 	waitWatching(ctx, t, ds, old)
-	r, err := c.StartRouter(ctx, cluster.RouterConfig{Namespace: ns, Service: "web", Delay: routerDelay})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for len(r.Backends()) != 4 && ctx.Err() == nil {
-		time.Sleep(50 * time.Millisecond)
-	}
-	loadDone := startLoad(ctx, c, r)
-	time.Sleep(500 * time.Millisecond)
-	if _, err := c.Kubectl(ctx, "-n", ns, "rollout", "restart", "deployment/web"); err != nil {
-		t.Fatal(err)
-	}
-	first := waitAnyDeleting(ctx, t, c, ns, old)
+	r, loadDone, first := restartUnderLoad(ctx, t, c, ns, old)
 	addr := cluster.PodAddr(first, cluster.ServerPort)
 	waitDeletionSeen(ctx, t, ds[0], string(first.UID)) // the termination has begun
 	ds[0].stop()
@@ -122,6 +110,26 @@ func testRolloutRestart(t *testing.T, pinned bool) {
 		t.Errorf("%s: stop signal at %v, not while the daemon was down (%v to %v): the restart did not overlap it",
 			first.Name, got.Marks.StopSignal, down, up)
 	}
+}
+
+// restartUnderLoad routes the load through a router that follows the
+// EndpointSlices of web (its 4 pods, old) routerDelay late, then starts
+// `kubectl rollout restart` and returns once its first pod is deleting.
+func restartUnderLoad(ctx context.Context, t *testing.T, c *cluster.Cluster, ns string, old []corev1Pod) (*router.Router, <-chan []client.Request, *corev1Pod) {
+	t.Helper()
+	r, err := c.StartRouter(ctx, cluster.RouterConfig{Namespace: ns, Service: "web", Delay: routerDelay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for len(r.Backends()) != 4 && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
+	loadDone := startLoad(ctx, c, r)
+	time.Sleep(500 * time.Millisecond)
+	if _, err := c.Kubectl(ctx, "-n", ns, "rollout", "restart", "deployment/web"); err != nil {
+		t.Fatal(err)
+	}
+	return r, loadDone, waitAnyDeleting(ctx, t, c, ns, old)
 }
 
 // startLoad sends /work every 10 ms and, so that each old pod has a

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -96,22 +95,11 @@ func ignoreTermInflight(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	waitWatching(ctx, t, ds, pods)
 	victim := &pods[0]
 	addr := cluster.PodAddr(victim, cluster.ServerPort)
-	var wg sync.WaitGroup
-	slow := make([]client.Request, 3)
-	for i := range slow {
-		sent := make(chan struct{})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slow[i] = client.Get(ctx, c.Dial, addr, "/slow?ms=20000", 30*time.Second, sent)
-		}()
-		<-sent
-	}
-	time.Sleep(200 * time.Millisecond) // being handled, not just queued
+	slow, waitSlow := startSlow(ctx, c, addr, 3)
 	if err := c.DeletePod(ctx, ns, victim.Name); err != nil {
 		t.Fatal(err)
 	}
-	wg.Wait()
+	waitSlow()
 	got := waitComplete(ctx, t, daemonOf(t, ds, victim), string(victim.UID))
 	lost := 3 - client.Summarize(slow)[client.OK]
 	t.Logf("clients %s; drainwatch %+v exit %d %v; marks %+v", client.Summarize(slow), got.Counts, got.ExitCode, codes(got), got.Marks)

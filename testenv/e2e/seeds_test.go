@@ -9,7 +9,6 @@ import (
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
-	"github.com/drainwatch/drainwatch/testenv/lab"
 	"github.com/drainwatch/drainwatch/testenv/workload"
 )
 
@@ -40,26 +39,8 @@ func seedsDirect(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, name, mode 
 	// Readiness probes stay on, as on every real Deployment: the kubelet
 	// keeps probing until the container exits, and its refused probes are
 	// probe_refused, never client refusals.
-	dep := cluster.ServerDeployment(ns, "web", mode, 1, args...)
-	if err := c.Apply(ctx, cluster.Namespace(ns), dep, cluster.ServiceFor(ns, "web")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WaitRolledOut(ctx, ns, "web"); err != nil {
-		t.Fatal(err)
-	}
-	pods, err := c.ReadyPods(ctx, ns, "app=web")
-	if err != nil || len(pods) != 1 {
-		t.Fatalf("ready pods: %v, %v", pods, err)
-	}
-	waitWatching(ctx, t, ds, pods)
-	victim := &pods[0]
-	addr := cluster.PodAddr(victim, cluster.ServerPort)
-	res, err := c.Seeds(ctx, victim, cluster.ServerPort, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := waitComplete(ctx, t, daemonOf(t, ds, victim), string(victim.UID))
-	want := lab.RefusedTo(addr, res.Work, res.Readiness, []client.Request{res.Slow})
+	run := runSeeds(ctx, t, c, ds, ns, cluster.ServerDeployment(ns, "web", mode, 1, args...))
+	victim, res, got, want := run.victim, run.res, run.got, run.want
 	t.Logf("marks %+v exit %d/%d grace %v", got.Marks, got.ExitCode, got.ExitSignal, got.GracePeriod)
 	t.Logf("%s: clients %s (work) + %s (ready); drainwatch %+v, diagnoses %v, partial %v",
 		name, client.Summarize(res.Work), client.Summarize(res.Readiness), got.Counts, codes(got), got.PartialReasons)

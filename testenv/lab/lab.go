@@ -18,10 +18,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/drainwatch/drainwatch/exporter"
-	"github.com/drainwatch/drainwatch/exporter/promtest"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
 	"github.com/drainwatch/drainwatch/testenv/controlplane"
 	"github.com/drainwatch/drainwatch/testenv/node"
+	"github.com/drainwatch/drainwatch/testenv/promtest"
 )
 
 // Config configures a lab run.

@@ -14,11 +14,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/drainwatch/drainwatch/correlate"
-	"github.com/drainwatch/drainwatch/exporter/promtest"
 	"github.com/drainwatch/drainwatch/testenv/chromium"
 	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
 	"github.com/drainwatch/drainwatch/testenv/lab"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
+	"github.com/drainwatch/drainwatch/testenv/promtest"
 )
 
 func TestMain(m *testing.M) { cptest.Main(m) }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/drainwatch/drainwatch/exporter/promtest"
+	"github.com/drainwatch/drainwatch/testenv/promtest"
 )
 
 // promTotals are a namespace's sums of drainwatch's counters.

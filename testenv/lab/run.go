@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/drainwatch/drainwatch/exporter"
-	"github.com/drainwatch/drainwatch/exporter/promtest"
+	"github.com/drainwatch/drainwatch/testenv/promtest"
 )
 
 // scenarioTimeout bounds one scenario (the rolling update is the longest).

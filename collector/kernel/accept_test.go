@@ -1,0 +1,87 @@
+package kernel
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// TestTenThousandAccepts: 10,000 connections accepted by a server in a
+// watched namespace give exactly 10,000 accept events, none lost.
+func TestTenThousandAccepts(t *testing.T) {
+	const n = 10000
+	l := newLab(t)
+	k := openTestKernel(t, Options{})
+	srv := l.server.Inode()
+	if err := k.WatchNetns(srv); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := l.server.Listen("tcp4", serverIP+":8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := acceptAndClose(ln)
+	counted := make(chan int)
+	go func() { counted <- countAccepts(k, srv, n) }()
+	for i := 0; i < n; i++ {
+		c, err := l.dial(8080)
+		if err != nil {
+			t.Fatalf("connection %d: %v", i, err)
+		}
+		c.SetLinger(0) // no TIME_WAIT pile-up in the client namespace
+		c.Close()
+	}
+	ln.Close()
+	if got := <-accepted; got != n {
+		t.Fatalf("server accepted %d, want %d", got, n)
+	}
+	got := <-counted
+	st, err := k.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != n || st.Lost() != 0 || st.Events[collector.EventAccept] != n {
+		t.Fatalf("%d accept events (stats %d), lost %+v; want %d and none lost", got, st.Events[collector.EventAccept], st, n)
+	}
+}
+
+// acceptAndClose accepts until the listener closes and reports how many.
+func acceptAndClose(ln net.Listener) <-chan int {
+	done := make(chan int, 1)
+	go func() {
+		n := 0
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				done <- n
+				return
+			}
+			n++
+			c.Close()
+		}
+	}()
+	return done
+}
+
+// countAccepts counts accept events in netns until want arrived and the
+// stream is quiet, or 60 s pass.
+func countAccepts(k *Kernel, netns uint32, want int) int {
+	n := 0
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case ev := <-k.Events():
+			if ev.Type == collector.EventAccept && ev.NetnsIno == netns {
+				n++
+			}
+		case <-deadline:
+			return n
+		case <-time.After(time.Second):
+			if n >= want {
+				return n
+			}
+		}
+	}
+}

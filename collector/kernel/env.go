@@ -1,0 +1,85 @@
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf/rlimit"
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+)
+
+const kernelBTFPath = "/sys/kernel/btf/vmlinux"
+
+// Capabilities that let a non-root process load tracing programs.
+const (
+	capSysAdmin = 21
+	capPerfmon  = 38
+	capBPF      = 39
+)
+
+// preflight turns the usual reasons eBPF cannot load into errors a user can
+// act on, before the verifier or the kernel return a bare EPERM.
+func preflight(log zerolog.Logger) error {
+	if err := checkCapabilities(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(kernelBTFPath); err != nil {
+		return fmt.Errorf("kernel BTF is missing (%v): drainwatch needs a kernel built with CONFIG_DEBUG_INFO_BTF=y", err)
+	}
+	// tp_btf programs need neither tracefs nor bpffs, but operators debug
+	// with both; mount them when missing and say how when that fails.
+	ensureMounted(log, "/sys/kernel/tracing", "tracefs", "tracefs")
+	ensureMounted(log, "/sys/fs/bpf", "bpf", "bpffs")
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return fmt.Errorf("raising RLIMIT_MEMLOCK for BPF maps: %w", err)
+	}
+	return nil
+}
+
+func checkCapabilities() error {
+	eff, err := effectiveCaps()
+	if err != nil {
+		return err
+	}
+	return capsSuffice(eff)
+}
+
+// capsSuffice says which capabilities are missing, if any.
+func capsSuffice(eff uint64) error {
+	has := func(c uint) bool { return eff&(1<<c) != 0 }
+	if has(capSysAdmin) || (has(capBPF) && has(capPerfmon)) {
+		return nil
+	}
+	return fmt.Errorf("drainwatch needs root, or CAP_BPF and CAP_PERFMON (effective capabilities %#x, uid %d): run it with sudo or grant them", eff, os.Geteuid())
+}
+
+// effectiveCaps reads CapEff from /proc/self/status.
+func effectiveCaps() (uint64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("reading capabilities: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+		}
+	}
+	return 0, errors.New("reading capabilities: no CapEff in /proc/self/status")
+}
+
+func ensureMounted(log zerolog.Logger, dir, fstype, name string) {
+	var st unix.Statfs_t
+	magic := map[string]int64{"tracefs": unix.TRACEFS_MAGIC, "bpf": unix.BPF_FS_MAGIC}[fstype]
+	if unix.Statfs(dir, &st) == nil && st.Type == magic {
+		return
+	}
+	if err := unix.Mount(fstype, dir, fstype, 0, ""); err != nil {
+		log.Warn().Err(err).Msgf("%s is not mounted at %s and mounting it failed: mount -t %s %s %s", name, dir, fstype, fstype, dir)
+		return
+	}
+	log.Info().Str("path", dir).Msgf("mounted %s", name)
+}

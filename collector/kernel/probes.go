@@ -1,0 +1,209 @@
+package kernel
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+)
+
+// ProbeState says whether a probe feeds events.
+type ProbeState string
+
+const (
+	ProbeAttached    ProbeState = "attached"
+	ProbeFallback    ProbeState = "fallback"
+	ProbeUnavailable ProbeState = "unavailable"
+)
+
+// ProbeStatus is one probe's outcome at start, for logs and for the
+// drainwatch_probe_attached{probe} metric.
+type ProbeStatus struct {
+	// Name is a stable label: sock_state, sock_recv, sock_send, refused,
+	// signal, exit.
+	Name string
+	// Hook is what the program attached to, e.g. tp_btf/tcp_send_reset.
+	Hook   string
+	State  ProbeState
+	Detail string
+}
+
+// Attached reports whether the probe feeds events (directly or through its
+// fallback).
+func (p ProbeStatus) Attached() bool { return p.State != ProbeUnavailable }
+
+// probeObject is one BPF object (one concern) and the programs to attach.
+type probeObject struct {
+	load  func() (*ebpf.CollectionSpec, error)
+	progs []probeProg
+}
+
+type probeProg struct {
+	name, prog, hook string
+	fallback         string // non-empty: this program is a fallback, and why
+}
+
+func probeObjects(opts Options) []probeObject {
+	return []probeObject{
+		{loadSockState, []probeProg{{name: "sock_state", prog: "sock_state", hook: "tp_btf/inet_sock_set_state"}}},
+		// The read and write hooks also follow HTTP/2 cleartext framing
+		// (bpf/h2.h) from the system call's user buffer: no further
+		// hook, so a kernel with these two gets it whole. A connection
+		// the parser cannot follow keeps the byte rule (bpf/inflight.h).
+		{loadInflight, []probeProg{
+			{name: "sock_recv", prog: "sock_recv", hook: "tp_btf/sock_recv_length"},
+			{name: "sock_send", prog: "sock_send", hook: "tp_btf/sock_send_length"},
+		}},
+		{loadRefused, []probeProg{refusedSource(opts.RefusedFallback)}},
+		{loadSignal, []probeProg{{name: "signal", prog: "signal_generate", hook: "tp_btf/signal_generate"}}},
+		{loadExit, []probeProg{exitSource()}},
+	}
+}
+
+// refusedSource picks exactly one source of refused connections, so no
+// packet is ever counted twice: tcp_send_reset when its reason argument
+// exists (Linux >= 6.10), else kfree_skb with drop reason NO_SOCKET.
+func refusedSource(forceFallback bool) probeProg {
+	p := probeProg{name: "refused", prog: "tcp_send_reset", hook: "tp_btf/tcp_send_reset"}
+	why := "forced by option"
+	if !forceFallback {
+		n, err := tracepointArgs("tcp_send_reset")
+		if n >= 3 {
+			return p
+		}
+		why = fallbackWhy("tcp_send_reset has no reason argument (Linux < 6.10); other RSTs are not reported", err)
+	}
+	return probeProg{name: "refused", prog: "kfree_skb_no_socket", hook: "tp_btf/kfree_skb", fallback: why}
+}
+
+// exitSource prefers sched_process_exit's group_dead argument, which says
+// exactly once per process that its last thread exits.
+func exitSource() probeProg {
+	p := probeProg{name: "exit", prog: "process_exit", hook: "tp_btf/sched_process_exit"}
+	n, err := tracepointArgs("sched_process_exit")
+	if n >= 2 {
+		return p
+	}
+	p.prog = "process_exit_live"
+	p.fallback = fallbackWhy("sched_process_exit has no group_dead argument: a group exit may rarely be reported twice", err)
+	return p
+}
+
+func fallbackWhy(why string, err error) string {
+	if err != nil {
+		return fmt.Sprintf("reading the tracepoint from kernel BTF: %v", err)
+	}
+	return why
+}
+
+// tracepointArgs counts a tracepoint's arguments from kernel BTF: the
+// prototype of btf_trace_<name> minus its leading context pointer.
+func tracepointArgs(name string) (int, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return 0, err
+	}
+	var td *btf.Typedef
+	if err := spec.TypeByName("btf_trace_"+name, &td); err != nil {
+		return 0, err
+	}
+	ptr, ok := td.Type.(*btf.Pointer)
+	if !ok {
+		return 0, fmt.Errorf("btf_trace_%s is not a function pointer", name)
+	}
+	proto, ok := ptr.Target.(*btf.FuncProto)
+	if !ok {
+		return 0, fmt.Errorf("btf_trace_%s is not a function pointer", name)
+	}
+	return len(proto.Params) - 1, nil
+}
+
+// attachAll loads and attaches every object; one that fails is reported
+// and skipped so the others still work.
+func (k *Kernel) attachAll(opts Options) error {
+	var firstErr error
+	for _, obj := range probeObjects(opts) {
+		if err := k.attachObject(obj, opts.WatchAll); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	for _, p := range k.probes {
+		if p.Attached() {
+			return nil
+		}
+	}
+	return fmt.Errorf("no eBPF probe could attach: %w", firstErr)
+}
+
+func (k *Kernel) attachObject(obj probeObject, watchAll bool) error {
+	coll, err := loadObject(obj, watchAll, k.maps)
+	if err != nil {
+		for _, p := range obj.progs {
+			k.report(p, err)
+		}
+		return err
+	}
+	k.colls = append(k.colls, coll)
+	var firstErr error
+	for _, p := range obj.progs {
+		l, err := link.AttachTracing(link.TracingOptions{Program: coll.Programs[p.prog], AttachType: ebpf.AttachTraceRawTp})
+		if err != nil {
+			err = fmt.Errorf("attaching %s: %w", p.hook, err)
+			firstErr = cmpOr(firstErr, err)
+		} else {
+			k.links = append(k.links, l)
+			k.linkPins = append(k.linkPins, linkPinName(p))
+		}
+		k.report(p, err)
+	}
+	return firstErr
+}
+
+// loadObject keeps only the selected programs, sets the watch-everything
+// constant and shares the maps every object uses.
+func loadObject(obj probeObject, watchAll bool, maps sharedMaps) (*ebpf.Collection, error) {
+	spec, err := obj.load()
+	if err != nil {
+		return nil, err
+	}
+	keep := map[string]bool{}
+	for _, p := range obj.progs {
+		keep[p.prog] = true
+	}
+	for name := range spec.Programs {
+		if !keep[name] {
+			delete(spec.Programs, name)
+		}
+	}
+	if err := spec.Variables["watch_all"].Set(watchAll); err != nil {
+		return nil, fmt.Errorf("setting watch_all: %w", err)
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: maps.byName})
+	if err != nil {
+		return nil, fmt.Errorf("loading BPF programs: %w", err)
+	}
+	return coll, nil
+}
+
+func (k *Kernel) report(p probeProg, err error) {
+	st := ProbeStatus{Name: p.name, Hook: p.hook, State: ProbeAttached}
+	ev := k.log.Info()
+	switch {
+	case err != nil:
+		st.State, st.Detail = ProbeUnavailable, err.Error()
+		ev = k.log.Warn().Err(err)
+	case p.fallback != "":
+		st.State, st.Detail = ProbeFallback, p.fallback
+		ev = ev.Str("why", p.fallback)
+	}
+	k.probes = append(k.probes, st)
+	ev.Str("probe", st.Name).Str("hook", st.Hook).Str("state", string(st.State)).Msg("eBPF probe")
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,61 @@
+package kube
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+func ownedPod(kind, name string, podLabels map[string]string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "p", Labels: podLabels}}
+	if kind != "" {
+		p.OwnerReferences = []metav1.OwnerReference{
+			{Kind: "SomethingElse", Name: "not-the-controller"},
+			{Kind: kind, Name: name, Controller: ptr.To(true)},
+		}
+	}
+	return p
+}
+
+func TestResolveWorkload(t *testing.T) {
+	rsOfDeployment := ReplicaSetMeta{Revision: "4", Controller: &metav1.OwnerReference{Kind: "Deployment", Name: "web", Controller: ptr.To(true)}}
+	replicaSets := map[string]ReplicaSetMeta{
+		"shop/web-7d9f":    rsOfDeployment,
+		"shop/bare-rs":     {Revision: ""},
+		"shop/rolled-back": {Revision: "7", Controller: &metav1.OwnerReference{Kind: "Deployment", Name: "api"}},
+	}
+	lookup := func(ns, name string) (ReplicaSetMeta, bool) { rs, ok := replicaSets[ns+"/"+name]; return rs, ok }
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want collector.Workload
+	}{
+		{"deployment", ownedPod("ReplicaSet", "web-7d9f", nil), wl("shop", "Deployment", "web", "4")},
+		{"rollback revision", ownedPod("ReplicaSet", "rolled-back", nil), wl("shop", "Deployment", "api", "7")},
+		{"bare replicaset", ownedPod("ReplicaSet", "bare-rs", nil), wl("shop", "ReplicaSet", "bare-rs", "")},
+		{"replicaset gone, named by template hash", ownedPod("ReplicaSet", "cart-5c6b", map[string]string{"pod-template-hash": "5c6b"}),
+			wl("shop", "Deployment", "cart", "")},
+		{"replicaset gone, no hash", ownedPod("ReplicaSet", "x", nil), wl("shop", "ReplicaSet", "x", "")},
+		{"statefulset", ownedPod("StatefulSet", "db", map[string]string{"controller-revision-hash": "db-6f7c"}),
+			wl("shop", "StatefulSet", "db", "db-6f7c")},
+		{"daemonset", ownedPod("DaemonSet", "agent", map[string]string{"controller-revision-hash": "8b9a"}),
+			wl("shop", "DaemonSet", "agent", "8b9a")},
+		{"job", ownedPod("Job", "migrate", nil), wl("shop", "Job", "migrate", "")},
+		{"bare pod", ownedPod("", "", nil), wl("shop", "none", "", "")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ResolveWorkload(tt.pod, lookup); got != tt.want {
+				t.Fatalf("ResolveWorkload = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func wl(ns, kind, name, revision string) collector.Workload {
+	return collector.Workload{Namespace: ns, Kind: kind, Name: name, Revision: revision}
+}

@@ -1,0 +1,176 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"golang.org/x/sys/unix"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// defaultGrace is the API's default spec.terminationGracePeriodSeconds.
+const defaultGrace = 30 * time.Second
+
+// podWatch is the node's pod informer: one list+watch limited by
+// spec.nodeName, caching shrunk pods.
+type podWatch struct {
+	k *Kube
+}
+
+func newPodWatch(k *Kube) *podWatch { return &podWatch{k: k} }
+
+// start runs the informer and waits for its first list.
+func (w *podWatch) start(ctx context.Context) error {
+	selector := fields.OneTermEqualSelector("spec.nodeName", w.k.cfg.NodeName).String()
+	factory := informers.NewSharedInformerFactoryWithOptions(w.k.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = selector }))
+	inf := factory.Core().V1().Pods().Informer()
+	if err := inf.SetTransform(shrinkPodObject); err != nil {
+		return fmt.Errorf("setting pod transform: %w", err)
+	}
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: w.onAdd, UpdateFunc: w.onUpdate, DeleteFunc: w.onDelete,
+	})
+	if err != nil {
+		return fmt.Errorf("adding pod handler: %w", err)
+	}
+	factory.Start(ctx.Done())
+	// The registration is synced once the first list has been handed to
+	// the sink: Synced then means "every pod of the node was sent".
+	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		return fmt.Errorf("listing pods of node %s did not complete: check the API server address and that the service account may list/watch pods", w.k.cfg.NodeName)
+	}
+	w.k.cfg.Log.Info().Str("node", w.k.cfg.NodeName).Int("pods", len(inf.GetStore().ListKeys())).Msg("pod watch synced")
+	return nil
+}
+
+func (w *podWatch) onAdd(obj any) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		w.k.counts.pods.Add(1)
+		w.emit(pod)
+	}
+}
+
+func (w *podWatch) onUpdate(oldObj, newObj any) {
+	oldPod, ok1 := oldObj.(*corev1.Pod)
+	pod, ok2 := newObj.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return
+	}
+	w.k.counts.pods.Add(1)
+	if samePodButVersion(oldPod, pod) {
+		return // a change in a field the transform dropped
+	}
+	w.emit(pod)
+}
+
+func (w *podWatch) onDelete(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj // the watch missed the delete; the last known state
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	w.k.counts.pods.Add(1)
+	uid := string(pod.UID)
+	w.k.cfg.Sink.PodDeleted(collector.PodDeleted{Seen: w.k.cfg.Now(), UID: uid})
+	linger := podGrace(pod) + w.k.cfg.Linger
+	time.AfterFunc(linger, func() {
+		w.k.events.stop(uid)
+		w.k.endpoints.podGone(pod.Namespace, uid)
+	})
+}
+
+// emit converts a pod, sends it to the sink and keeps the Event and
+// EndpointSlice watches in step with it.
+func (w *podWatch) emit(pod *corev1.Pod) {
+	p := ConvertPod(pod, w.k.owners.workload(pod))
+	w.k.cfg.Sink.Pod(collector.PodUpdate{Seen: w.k.cfg.Now(), Pod: p})
+	w.k.endpoints.podSeen(pod.Namespace, string(pod.UID), pod.Labels)
+	if pod.DeletionTimestamp != nil {
+		w.k.events.start(pod.Namespace, string(pod.UID))
+	}
+}
+
+func samePodButVersion(a, b *corev1.Pod) bool {
+	ac, bc := *a, *b
+	ac.ResourceVersion, bc.ResourceVersion = "", ""
+	return equality.Semantic.DeepEqual(&ac, &bc)
+}
+
+// ConvertPod turns a (shrunk) API pod into the collector's Pod.
+func ConvertPod(pod *corev1.Pod, w collector.Workload) collector.Pod {
+	p := collector.Pod{
+		UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName,
+		Workload: w, GracePeriod: podGrace(pod), Ready: podReady(pod),
+	}
+	p.IP, _ = netip.ParseAddr(pod.Status.PodIP)
+	if pod.DeletionTimestamp != nil {
+		p.DeletionTimestamp = pod.DeletionTimestamp.Time
+		if s := pod.DeletionGracePeriodSeconds; s != nil {
+			p.DeletionGracePeriod = time.Duration(*s) * time.Second
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+			p.HasPreStop = true
+		}
+		p.Containers = append(p.Containers, convertContainer(c, pod.Status.ContainerStatuses))
+	}
+	return p
+}
+
+func convertContainer(c corev1.Container, statuses []corev1.ContainerStatus) collector.Container {
+	out := collector.Container{Name: c.Name}
+	if c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
+		out.StopSignal = signalNumber(*c.Lifecycle.StopSignal)
+	}
+	for _, s := range statuses {
+		if s.Name != c.Name {
+			continue
+		}
+		out.ID = collector.TrimContainerID(s.ContainerID)
+		if s.StopSignal != nil {
+			out.StopSignal = signalNumber(*s.StopSignal)
+		}
+		if t := s.State.Terminated; t != nil {
+			out.Terminated, out.ExitCode, out.Reason = true, t.ExitCode, t.Reason
+		}
+	}
+	return out
+}
+
+// signalNumber maps an API signal name (SIGTERM, SIGUSR1…) to its number; 0
+// (meaning SIGTERM) for a name this platform does not know.
+func signalNumber(s corev1.Signal) uint32 {
+	return uint32(unix.SignalNum(string(s)))
+}
+
+func podGrace(pod *corev1.Pod) time.Duration {
+	if s := pod.DeletionGracePeriodSeconds; s != nil {
+		return time.Duration(*s) * time.Second
+	}
+	if s := pod.Spec.TerminationGracePeriodSeconds; s != nil {
+		return time.Duration(*s) * time.Second
+	}
+	return defaultGrace
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

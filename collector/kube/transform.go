@@ -1,0 +1,72 @@
+package kube
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// shrinkPodObject is the pod informer's transform: it keeps what attribution,
+// rollout identity, the endpoint strategy and the termination timeline need
+// and drops the rest (managedFields, annotations, volumes, env, most of the
+// spec and status) before the object is cached. It is idempotent, as
+// client-go requires, and leaves tombstones and other types alone.
+func shrinkPodObject(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return ShrinkPod(pod), nil
+}
+
+// ShrinkPod returns the part of a pod drainwatch keeps.
+func ShrinkPod(pod *corev1.Pod) *corev1.Pod {
+	out := &corev1.Pod{
+		TypeMeta: pod.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
+			ResourceVersion: pod.ResourceVersion, Labels: pod.Labels,
+			OwnerReferences:            pod.OwnerReferences,
+			DeletionTimestamp:          pod.DeletionTimestamp,
+			DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,
+		},
+		Spec: corev1.PodSpec{
+			NodeName:                      pod.Spec.NodeName,
+			TerminationGracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds,
+		},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase, PodIP: pod.Status.PodIP},
+	}
+	for _, c := range pod.Spec.Containers {
+		out.Spec.Containers = append(out.Spec.Containers, shrinkContainer(c))
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, shrinkStatus(s))
+	}
+	return out
+}
+
+// shrinkContainer keeps a container's name and the lifecycle fields that
+// shape its termination (whether a preStop exists, the stop signal).
+func shrinkContainer(c corev1.Container) corev1.Container {
+	out := corev1.Container{Name: c.Name}
+	if l := c.Lifecycle; l != nil && (l.PreStop != nil || l.StopSignal != nil) {
+		out.Lifecycle = &corev1.Lifecycle{StopSignal: l.StopSignal}
+		if l.PreStop != nil {
+			// Only its presence matters; the handler itself is dropped.
+			out.Lifecycle.PreStop = &corev1.LifecycleHandler{}
+		}
+	}
+	return out
+}
+
+func shrinkStatus(s corev1.ContainerStatus) corev1.ContainerStatus {
+	out := corev1.ContainerStatus{Name: s.Name, ContainerID: s.ContainerID, StopSignal: s.StopSignal}
+	if t := s.State.Terminated; t != nil {
+		out.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
+	}
+	return out
+}

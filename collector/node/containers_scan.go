@@ -1,0 +1,139 @@
+package node
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// maxCgroupDepth bounds the walk: the deepest kubelet layout (systemd driver
+// under a nested kubelet.slice) has the container at depth 5.
+const maxCgroupDepth = 8
+
+// FoundCgroup is a container cgroup found under the cgroup2 mount.
+type FoundCgroup struct {
+	ContainerCgroup
+	// Dir is the cgroup's directory, under the mount.
+	Dir string
+	// ID is the cgroup v2 id (the directory's inode number), as BPF's
+	// bpf_get_current_cgroup_id and task->cgroups report it.
+	ID uint64
+}
+
+// ScanContainerCgroups walks the cgroup2 mount at root once and returns every
+// container cgroup under a kubepods tree, by container id. A node with 110
+// pods has a few hundred cgroup directories: one walk per new container is
+// cheap, and it needs no runtime socket.
+func ScanContainerCgroups(root string) (map[string]FoundCgroup, error) {
+	found := make(map[string]FoundCgroup)
+	base := strings.Count(filepath.Clean(root), string(filepath.Separator))
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path != root && errors.Is(err, fs.ErrNotExist) {
+				return nil // a cgroup removed during the walk
+			}
+			return err
+		}
+		if !d.IsDir() {
+			return nil
+		}
+		if strings.Count(path, string(filepath.Separator))-base >= maxCgroupDepth {
+			return filepath.SkipDir
+		}
+		c, ok := ParseContainerCgroup(strings.TrimPrefix(path, root))
+		if !ok {
+			return nil
+		}
+		id, err := cgroupDirID(path)
+		if err != nil {
+			return nil // removed between listing and stat
+		}
+		found[c.ContainerID] = FoundCgroup{ContainerCgroup: c, Dir: path, ID: id}
+		return filepath.SkipDir // a container's own sub-cgroups are not containers
+	})
+	if err != nil {
+		return nil, fmt.Errorf("walking cgroup2 mount %s for container cgroups: %w", root, err)
+	}
+	return found, nil
+}
+
+// cgroupDirID returns the cgroup v2 id of a cgroup directory: on cgroup2 the
+// kernfs node id is the directory's inode number.
+func cgroupDirID(dir string) (uint64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return 0, fmt.Errorf("stat cgroup %s: %w", dir, err)
+	}
+	return st.Ino, nil
+}
+
+// ContainerNetns returns the network namespace inode of the container whose
+// cgroup is dir, through the first process in its cgroup.procs. ok is false
+// when the cgroup has no process (not started yet, or already gone).
+func ContainerNetns(procRoot, dir string) (ino uint32, ok bool, err error) {
+	f, err := os.Open(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return 0, false, fmt.Errorf("reading processes of cgroup %s: %w", dir, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		pid, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
+		if err != nil {
+			continue
+		}
+		ino, err := netnsOfPID(procRoot, pid)
+		if err == nil {
+			return ino, true, nil
+		}
+		// The process may have exited between reading the list and its
+		// namespace: try the next one.
+	}
+	return 0, false, sc.Err()
+}
+
+// OpenContainerNetns opens the network namespace of the container whose
+// cgroup is dir (through the first live process in its cgroup.procs) and
+// returns the open file with the namespace's inode. Holding the file keeps
+// the namespace, and so its inode number, from being reused by a new pod
+// while the old pod's events are still attributed by that number. ok is
+// false when the cgroup has no process.
+func OpenContainerNetns(procRoot, dir string) (f *os.File, ino uint32, ok bool, err error) {
+	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("reading processes of cgroup %s: %w", dir, err)
+	}
+	for _, line := range strings.Fields(string(procs)) {
+		pid, err := strconv.Atoi(line)
+		if err != nil {
+			continue
+		}
+		f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(pid), "ns", "net"))
+		if err != nil {
+			continue // exited meanwhile: try the next one
+		}
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+			f.Close()
+			continue
+		}
+		return f, uint32(st.Ino), true, nil
+	}
+	return nil, 0, false, nil
+}
+
+// netnsOfPID returns the inode of /proc/<pid>/ns/net.
+func netnsOfPID(procRoot string, pid int) (uint32, error) {
+	var st syscall.Stat_t
+	p := filepath.Join(procRoot, strconv.Itoa(pid), "ns", "net")
+	if err := syscall.Stat(p, &st); err != nil {
+		return 0, fmt.Errorf("stat %s: %w", p, err)
+	}
+	return uint32(st.Ino), nil
+}

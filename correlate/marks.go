@@ -1,0 +1,85 @@
+package correlate
+
+import (
+	"slices"
+	"time"
+)
+
+// MarkDef is one mark of the timeline: its DESIGN.md name and where Marks
+// keeps it.
+type MarkDef struct {
+	Name string
+	Of   func(m *Marks) *time.Time
+	// Begins says the mark can begin a termination (the API's deletion,
+	// the kubelet's Killing, the stop signal, the pod gone): a
+	// termination's Start is the earliest of these.
+	Begins bool
+}
+
+// MarkDefs lists every mark in DESIGN.md order, which is the causal one:
+// the API, the exporter's timeline and the daemon's pruning all read the
+// marks through it.
+var MarkDefs = []MarkDef{
+	{"delete_requested", func(m *Marks) *time.Time { return &m.DeleteRequested }, true},
+	{"deletion_seen", func(m *Marks) *time.Time { return &m.DeletionSeen }, true},
+	{"killing", func(m *Marks) *time.Time { return &m.Killing }, true},
+	{"prestop_failed", func(m *Marks) *time.Time { return &m.PrestopFailed }, false},
+	{"stop_signal", func(m *Marks) *time.Time { return &m.StopSignal }, true},
+	{"endpoints_not_ready", func(m *Marks) *time.Time { return &m.EndpointsNotReady }, false},
+	{"listener_closed", func(m *Marks) *time.Time { return &m.ListenerClosed }, false},
+	{"last_accept", func(m *Marks) *time.Time { return &m.LastAccept }, false},
+	{"sigkill", func(m *Marks) *time.Time { return &m.Sigkill }, false},
+	{"exit", func(m *Marks) *time.Time { return &m.Exit }, false},
+	{"pod_gone", func(m *Marks) *time.Time { return &m.PodGone }, true},
+}
+
+// Mark is one named, observed mark of a timeline.
+type Mark struct {
+	Name string
+	Time time.Time
+}
+
+// Observed returns the observed marks in time order (ties keep the
+// DESIGN.md order).
+func (m Marks) Observed() []Mark {
+	out := make([]Mark, 0, len(MarkDefs))
+	for _, d := range MarkDefs {
+		if at := *d.Of(&m); !at.IsZero() {
+			out = append(out, Mark{d.Name, at})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Mark) int { return a.Time.Compare(b.Time) })
+	return out
+}
+
+// First is the earliest observed mark of any kind, zero when none is: the
+// origin of a timeline without a stop signal.
+func (m Marks) First() time.Time { return m.earliest(func(MarkDef) bool { return true }) }
+
+// Last is the latest observed mark: how old a termination is, for the
+// API's since filter, the metrics' TTL and the daemon's pruning.
+func (m Marks) Last() time.Time {
+	var last time.Time
+	for _, d := range MarkDefs {
+		if at := *d.Of(&m); at.After(last) {
+			last = at
+		}
+	}
+	return last
+}
+
+// Start is when a termination began: the earliest of the marks that can
+// begin one (MarkDef.Begins). Terminations are ordered by it everywhere.
+func (t Termination) Start() time.Time {
+	return t.Marks.earliest(func(d MarkDef) bool { return d.Begins })
+}
+
+func (m Marks) earliest(keep func(MarkDef) bool) time.Time {
+	var first time.Time
+	for _, d := range MarkDefs {
+		if at := *d.Of(&m); keep(d) && !at.IsZero() && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first
+}

@@ -66,6 +66,7 @@ type Kernel struct {
 	done      chan struct{}
 	counts    [collector.NumEventTypes]atomic.Uint64
 	dropped   atomic.Uint64
+	readErrs  readFailures
 	invalid   atomic.Uint64
 	// finalLost keeps the kernel's lost count once the maps are closed, so
 	// Stats still answers after Close (for a final summary).

@@ -42,12 +42,13 @@ func (k *Kernel) read() {
 				// The BPF side does not wake us per event: look again
 				// every pollInterval.
 				k.reader.SetDeadline(time.Now().Add(pollInterval))
+				backoff = k.readSucceeded(backoff)
 				continue
 			}
 			backoff = k.readFailed(err, backoff)
 			continue
 		}
-		backoff = 0
+		backoff = k.readSucceeded(backoff)
 		inBacklog = k.handleRecord(rec.RawSample, &ev, inBacklog)
 	}
 }
@@ -96,12 +97,21 @@ func (k *Kernel) deliverWaiting(ev collector.Event) {
 // readFailed logs the first error of a run of failures and sleeps with a
 // doubling backoff (at most one second), so a broken reader never spins.
 func (k *Kernel) readFailed(err error, backoff time.Duration) time.Duration {
+	k.readErrs.failed(err)
 	if backoff == 0 {
 		k.log.Error().Err(err).Msg("reading the eBPF ring buffer; retrying with backoff")
 		backoff = 10 * time.Millisecond
 	}
 	time.Sleep(backoff)
 	return min(2*backoff, time.Second)
+}
+
+// readSucceeded ends a run of read errors (an empty poll is a working read).
+func (k *Kernel) readSucceeded(backoff time.Duration) time.Duration {
+	if backoff != 0 {
+		k.readErrs.recovered()
+	}
+	return 0
 }
 
 // Stats are the collector's counters since Open.

@@ -75,6 +75,7 @@ type Kube struct {
 	counts    kubeCounters
 	pods      *podWatch
 	synced    atomic.Bool
+	health    watchHealth
 }
 
 // RestConfig loads a kubeconfig file, or the in-cluster configuration
@@ -118,7 +119,7 @@ func New(cfg Config) (*Kube, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating metadata client: %w", err)
 	}
-	k := &Kube{cfg: cfg, client: client, owners: newOwnerCache(meta, cfg.Now)}
+	k := &Kube{cfg: cfg, client: client, owners: newOwnerCache(meta, cfg.Now), health: watchHealth{now: cfg.Now}}
 	k.endpoints = newEndpointWatch(k)
 	k.events = newEventWatch(k)
 	k.pods = newPodWatch(k)

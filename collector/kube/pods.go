@@ -2,13 +2,16 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"time"
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
@@ -37,6 +40,9 @@ func (w *podWatch) start(ctx context.Context) error {
 	if err := inf.SetTransform(shrinkPodObject); err != nil {
 		return fmt.Errorf("setting pod transform: %w", err)
 	}
+	if err := inf.SetWatchErrorHandler(w.watchFailed); err != nil {
+		return fmt.Errorf("setting pod watch error handler: %w", err)
+	}
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: w.onAdd, UpdateFunc: w.onUpdate, DeleteFunc: w.onDelete,
 	})
@@ -53,7 +59,21 @@ func (w *podWatch) start(ctx context.Context) error {
 	return nil
 }
 
+// watchFailed logs as the informer's default handler does and records the
+// failure for the daemon's liveness.
+func (w *podWatch) watchFailed(r *cache.Reflector, err error) {
+	if errors.Is(err, io.EOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		// A closed stream or a compacted resource version: the informer
+		// resumes or relists, nothing is failing.
+		w.k.cfg.Log.Debug().Err(err).Msg("pod watch restarted")
+		return
+	}
+	w.k.health.failed(r, err)
+	w.k.cfg.Log.Warn().Err(err).Msg("pod watch failed; retrying")
+}
+
 func (w *podWatch) onAdd(obj any) {
+	w.k.health.received()
 	if pod, ok := obj.(*corev1.Pod); ok {
 		w.k.counts.pods.Add(1)
 		w.emit(pod)
@@ -66,6 +86,7 @@ func (w *podWatch) onUpdate(oldObj, newObj any) {
 	if !ok1 || !ok2 {
 		return
 	}
+	w.k.health.received()
 	w.k.counts.pods.Add(1)
 	if samePodButVersion(oldPod, pod) {
 		return // a change in a field the transform dropped

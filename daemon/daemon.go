@@ -46,6 +46,9 @@ type Daemon struct {
 
 	completed []correlate.Termination // since the last checkpoint
 	counters  loopCounters
+	// beat is when the loop last processed a tick (Unix ns), read by
+	// Healthy from the HTTP server's goroutines.
+	beat atomic.Int64
 	// relist reconciles the previous run's pods with the first pod list.
 	relist relist
 }

@@ -27,6 +27,7 @@ func (d *Daemon) loop(ctx context.Context, kubeErr, srvErr <-chan error) error {
 	defer save.Stop()
 	events := d.kernel.Events()
 	d.counters.lastTick = d.cfg.Now()
+	d.beat.Store(d.counters.lastTick.UnixNano())
 	for {
 		select {
 		case <-ctx.Done():
@@ -89,6 +90,7 @@ func (d *Daemon) tick(now time.Time) {
 	d.view.publishWatched(d.scopes.WatchedPods())
 	d.metrics.Expire(exporter.PendingWorkloads(live))
 	d.counters.lastTick = now
+	d.beat.Store(now.UnixNano())
 }
 
 // finished logs, counts and keeps one complete termination.

@@ -15,7 +15,7 @@ func (d *Daemon) startServer(ctx context.Context) <-chan error {
 		return errc
 	}
 	srv := exporter.NewServer(exporter.ServerConfig{
-		Source: d.view, Metrics: d.metrics, Ready: d.ready, Now: d.cfg.Now,
+		Source: d.view, Metrics: d.metrics, Ready: d.ready, Healthy: d.Healthy, Now: d.cfg.Now,
 		Log: d.log.With().Str("component", "http").Logger(),
 	})
 	go func() {

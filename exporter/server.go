@@ -22,7 +22,11 @@ type ServerConfig struct {
 	// synced, probes attached); /readyz reports its error otherwise. Nil
 	// means always ready.
 	Ready func() error
-	Log   zerolog.Logger
+	// Healthy returns nil while the daemon works; /healthz reports its
+	// error otherwise (a stopped kernel reader, a stuck loop, API watches
+	// failing for minutes). Nil means always healthy.
+	Healthy func() error
+	Log     zerolog.Logger
 	// Now is time.Now when nil.
 	Now func() time.Time
 }
@@ -32,6 +36,7 @@ type Server struct {
 	source  TerminationSource
 	metrics *Metrics
 	ready   func() error
+	healthy func() error
 	log     zerolog.Logger
 	now     func() time.Time
 	mux     *http.ServeMux
@@ -39,12 +44,15 @@ type Server struct {
 
 // NewServer builds the server's routes.
 func NewServer(cfg ServerConfig) *Server {
-	s := &Server{source: cfg.Source, metrics: cfg.Metrics, ready: cfg.Ready, log: cfg.Log, now: cfg.Now, mux: http.NewServeMux()}
+	s := &Server{source: cfg.Source, metrics: cfg.Metrics, ready: cfg.Ready, healthy: cfg.Healthy, log: cfg.Log, now: cfg.Now, mux: http.NewServeMux()}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	if s.ready == nil {
 		s.ready = func() error { return nil }
+	}
+	if s.healthy == nil {
+		s.healthy = func() error { return nil }
 	}
 	if s.source == nil {
 		s.source = noTerminations{}
@@ -55,7 +63,7 @@ func NewServer(cfg ServerConfig) *Server {
 	s.mux.HandleFunc("GET /api/v1/terminations", s.listTerminations)
 	s.mux.HandleFunc("GET /api/v1/terminations/{uid}", s.getTermination)
 	s.mux.HandleFunc("GET /ui", s.timelinePage)
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	// A relative redirect, so that it also works through the pod proxy.
 	s.mux.Handle("GET /{$}", http.RedirectHandler("ui", http.StatusFound))
@@ -64,14 +72,6 @@ func NewServer(cfg ServerConfig) *Server {
 
 // Handler is the server's root handler (tests mount it on httptest).
 func (s *Server) Handler() http.Handler { return s.mux }
-
-func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	if err := s.ready(); err != nil {
-		http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-		return
-	}
-	fmt.Fprintln(w, "ok")
-}
 
 // Serve serves on l until ctx is done, then shuts down within 5 s.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {

@@ -68,6 +68,7 @@ func (w *podWatch) watchFailed(r *cache.Reflector, err error) {
 		w.k.cfg.Log.Debug().Err(err).Msg("pod watch restarted")
 		return
 	}
+	w.k.counts.podFailures.Add(1)
 	w.k.health.failed(r, err)
 	w.k.cfg.Log.Warn().Err(err).Msg("pod watch failed; retrying")
 }

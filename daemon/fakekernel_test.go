@@ -26,6 +26,11 @@ type fakeKernel struct {
 	netns        map[uint32]bool
 	cgroups      map[uint64]bool
 	once         sync.Once
+	// reader is what ReaderHealth reports; stall, when set, blocks Stats
+	// (called by every tick) until it is closed, signalling stalled first.
+	reader  kernel.ReaderHealth
+	stall   chan struct{}
+	stalled chan struct{}
 }
 
 func newFakeKernel(resumed bool) *fakeKernel {
@@ -38,6 +43,14 @@ func (k *fakeKernel) Events() <-chan collector.Event             { return k.even
 func (k *fakeKernel) Resumed() bool                              { return k.resumed }
 func (k *fakeKernel) Probes() []kernel.ProbeStatus               { return nil }
 func (k *fakeKernel) Stats() (kernel.Stats, error) {
+	k.mu.Lock()
+	stall, stalled := k.stall, k.stalled
+	k.stall, k.stalled = nil, nil
+	k.mu.Unlock()
+	if stall != nil {
+		close(stalled)
+		<-stall
+	}
 	return kernel.Stats{LostInKernel: k.lostInKernel}, nil
 }
 func (k *fakeKernel) Close() error { k.once.Do(func() { close(k.events) }); return nil }
@@ -54,6 +67,12 @@ func (k *fakeKernel) UnwatchAddr(netip.Addr) error { return nil }
 func (k *fakeKernel) UnwatchCgroup(id uint64) error {
 	k.set(func() { delete(k.cgroups, id) })
 	return nil
+}
+
+func (k *fakeKernel) ReaderHealth() kernel.ReaderHealth {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.reader
 }
 
 func (k *fakeKernel) set(f func()) { k.mu.Lock(); f(); k.mu.Unlock() }

@@ -23,7 +23,7 @@ import (
 // testClock is the daemon's clock, moved forward by the test.
 type testClock struct{ offset atomic.Int64 }
 
-func (c *testClock) Now() time.Time           { return time.Now().Add(time.Duration(c.offset.Load())) }
+func (c *testClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *testClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 
 // healthTick is the daemon's tick in these tests: its stuck bound (120
@@ -78,7 +78,9 @@ func TestHealthzKernelReaderAndLoop(t *testing.T) {
 	wantHealthz(t, url, 503, "unhealthy: the ring-buffer reader stopped: no kernel event is read\n")
 
 	since := clock.Now()
-	k.set(func() { k.reader = kernel.ReaderHealth{FailingSince: since, Err: errors.New("epoll_wait: bad file descriptor")} })
+	k.set(func() {
+		k.reader = kernel.ReaderHealth{FailingSince: since, Err: errors.New("epoll_wait: bad file descriptor")}
+	})
 	clock.advance(daemon.ReadFailingFor - time.Second)
 	wantHealthz(t, url, 200, "ok\n") // within the bound
 	clock.advance(2 * time.Second)

@@ -105,6 +105,14 @@ func TestDaemonSetLeastPrivilege(t *testing.T) {
 	if sc.Privileged == nil || *sc.Privileged || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 		t.Error("the container must be unprivileged without privilege escalation")
 	}
+	// Unconfined AppArmor: the runtime's default profile denies the bpffs
+	// writes that pin the programs (what Cilium's chart does too).
+	if sc.AppArmorProfile == nil || sc.AppArmorProfile.Type != corev1.AppArmorProfileTypeUnconfined {
+		t.Errorf("appArmorProfile %+v, want Unconfined", sc.AppArmorProfile)
+	}
+	if p := c.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" {
+		t.Errorf("livenessProbe %+v, want GET /healthz", p)
+	}
 	want := []corev1.Capability{"BPF", "PERFMON", "SYS_RESOURCE", "SYS_PTRACE"}
 	if !reflect.DeepEqual(sc.Capabilities.Add, want) || !reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("capabilities add %v drop %v, want add %v drop [ALL]", sc.Capabilities.Add, sc.Capabilities.Drop, want)

@@ -64,6 +64,10 @@ func TestFullValuesRendering(t *testing.T) {
 	if diff := cmp.Diff(wantArgs, c["args"]); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
+	if got := c["securityContext"].(map[string]any)["appArmorProfile"]; !cmp.Equal(got, map[string]any{
+		"type": "Localhost", "localhostProfile": "drainwatch"}) {
+		t.Errorf("appArmorProfile %v", got)
+	}
 	if pod["priorityClassName"] != "system-cluster-critical" || pod["serviceAccountName"] != "drainwatch-agent" {
 		t.Errorf("priorityClassName %v serviceAccountName %v", pod["priorityClassName"], pod["serviceAccountName"])
 	}

@@ -21,7 +21,8 @@ const imageRef = "ghcr.io/drainwatch/drainwatch:test"
 
 // TestImageUnderContainerd: the image, imported into Debian's containerd
 // and run by runc with the DaemonSet's security context, passes doctor and
-// counts exactly the refused connections a client netns made.
+// counts exactly the refused connections a client netns made, and its
+// `drainwatch run` against testenv's API server becomes ready and healthy.
 func TestImageUnderContainerd(t *testing.T) {
 	privileged.RequireRoot(t)
 	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "python3"} {
@@ -53,6 +54,7 @@ func TestImageUnderContainerd(t *testing.T) {
 		t.Fatalf("doctor failed in the container: %v", err)
 	}
 	traceRefused(t, ctx, c, flags)
+	runReady(t, ctx, c, flags)
 }
 
 // buildImage builds the static binary and the image as make image does.

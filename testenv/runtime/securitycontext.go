@@ -61,6 +61,10 @@ func Flags(ds *appsv1.DaemonSet, hostPaths map[string]string) ([]string, error) 
 	default:
 		return nil, fmt.Errorf("seccompProfile %s: not expressed here", p.Type)
 	}
+	// ctr applies no AppArmor profile unless asked: that is Unconfined.
+	if p := sc.AppArmorProfile; p != nil && p.Type != corev1.AppArmorProfileTypeUnconfined {
+		return nil, fmt.Errorf("appArmorProfile %s: not expressed here", p.Type)
+	}
 	capFlags, err := capabilityFlags(sc.Capabilities)
 	if err != nil {
 		return nil, err

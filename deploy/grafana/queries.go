@@ -6,6 +6,11 @@ package grafana
 // (.*) still matches the series that lack it.
 const sel = `namespace=~"$namespace", workload=~"$workload", revision=~"$revision", node=~"$node"`
 
+// wsel is sel for the per-workload metrics that have no revision label
+// (partial terminations, routing lag, phase histograms): revision=~"3" would
+// match none of their series, so a selected revision blanked their panels.
+const wsel = `namespace=~"$namespace", workload=~"$workload", node=~"$node"`
+
 // nodeSel selects the daemons of the node variable.
 const nodeSel = `node=~"$node"`
 
@@ -20,16 +25,16 @@ var (
 	qAcceptedLate = `sum by (workload, revision) (increase(drainwatch_connections_accepted_after_endpoint_removal_total{` + sel + `}[$__rate_interval]))`
 	qResetsRate   = `sum by (workload, revision) (increase(drainwatch_connections_reset_at_shutdown_total{` + sel + `}[$__rate_interval]))`
 	qProbesRate   = `sum by (workload, revision) (increase(drainwatch_probe_connections_refused_total{` + sel + `}[$__rate_interval]))`
-	qPartialRate  = `sum by (workload, reason) (increase(drainwatch_terminations_partial_total{` + sel + `}[$__rate_interval]))`
+	qPartialRate  = `sum by (workload, reason) (increase(drainwatch_terminations_partial_total{` + wsel + `}[$__rate_interval]))`
 )
 
 // Timing queries. Terminations are rare events: quantiles over an hour of
 // them say more than per-scrape rates.
 var (
-	qRoutingLagP95 = `histogram_quantile(0.95, sum by (workload, le) (increase(drainwatch_routing_lag_seconds_bucket{` + sel + `}[1h])))`
-	qRoutingLagMax = `histogram_quantile(1, sum by (workload, le) (increase(drainwatch_routing_lag_seconds_bucket{` + sel + `}[1h])))`
-	qPhaseP95      = `histogram_quantile(0.95, sum by (workload, phase, le) (increase(drainwatch_termination_phase_seconds_bucket{` + sel + `}[1h])))`
-	qPhaseMean     = `sum by (workload, phase) (increase(drainwatch_termination_phase_seconds_sum{` + sel + `}[1h])) / sum by (workload, phase) (increase(drainwatch_termination_phase_seconds_count{` + sel + `}[1h]))`
+	qRoutingLagP95 = `histogram_quantile(0.95, sum by (workload, le) (increase(drainwatch_routing_lag_seconds_bucket{` + wsel + `}[1h])))`
+	qRoutingLagMax = `histogram_quantile(1, sum by (workload, le) (increase(drainwatch_routing_lag_seconds_bucket{` + wsel + `}[1h])))`
+	qPhaseP95      = `histogram_quantile(0.95, sum by (workload, phase, le) (increase(drainwatch_termination_phase_seconds_bucket{` + wsel + `}[1h])))`
+	qPhaseMean     = `sum by (workload, phase) (increase(drainwatch_termination_phase_seconds_sum{` + wsel + `}[1h])) / sum by (workload, phase) (increase(drainwatch_termination_phase_seconds_count{` + wsel + `}[1h]))`
 )
 
 // drainwatch's own health.

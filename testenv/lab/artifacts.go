@@ -13,13 +13,13 @@ import (
 	"github.com/drainwatch/drainwatch/testenv/chromium"
 )
 
-// WriteResults fills the results directory: summary.json (the table),
-// table.txt, per scenario its timelines (JSON and text) and client records,
+// WriteResults fills the results directory: summary.json (the table, and
+// the alert and dashboard checks when they ran), table.txt, per scenario its timelines (JSON and text) and client records,
 // each daemon's /metrics, and the /ui page of each daemon that reported a
 // scenario's terminations (screenshots).
-func (l *Lab) WriteResults(ctx context.Context, results []Result) error {
+func (l *Lab) WriteResults(ctx context.Context, results []Result, checks *PromChecks) error {
 	out := l.cfg.Out
-	errs := []error{writeJSON(out, "summary.json", results),
+	errs := []error{writeJSON(out, "summary.json", Summary{Scenarios: results, Prometheus: checks}),
 		os.WriteFile(filepath.Join(out, "table.txt"), []byte(Table(results)), 0o644)}
 	for _, run := range l.runs {
 		errs = append(errs, l.writeRun(run))

@@ -42,10 +42,13 @@ type Config struct {
 
 // Lab is a running lab.
 type Lab struct {
-	cfg        Config
-	Cluster    *cluster.Cluster
-	Daemons    []*Daemon
-	Prom       *promtest.Server
+	cfg     Config
+	Cluster *cluster.Cluster
+	Daemons []*Daemon
+	Prom    *promtest.Server
+	// promStart is when Prometheus first scraped both daemons: the
+	// dashboard check's range starts there.
+	promStart  time.Time
 	progress   *Progress
 	clusterDir string
 	// runs are the scenarios' records, in run order, for the artifacts.
@@ -123,14 +126,22 @@ func (l *Lab) startDaemons(ctx context.Context) error {
 }
 
 // startPrometheus runs Debian's Prometheus scraping the daemons every
-// second, its data and log in <out>/prometheus.
+// second, each target labelled with its node as the shipped PodMonitor
+// does, and evaluating the shipped alert rules every second; its data and
+// log in <out>/prometheus.
 func (l *Lab) startPrometheus(ctx context.Context) error {
 	targets := make([]string, len(l.Daemons))
+	labels := map[string]map[string]string{}
 	for i, d := range l.Daemons {
 		targets[i] = d.URL[len("http://"):]
+		labels[targets[i]] = map[string]string{"node": d.Node}
 	}
-	var err error
-	l.Prom, err = promtest.Launch(ctx, promtest.Options{Dir: filepath.Join(l.cfg.Out, "prometheus"), Targets: targets})
+	rules, err := repoFile(alertRules)
+	if err != nil {
+		return err
+	}
+	l.Prom, err = promtest.Launch(ctx, promtest.Options{Dir: filepath.Join(l.cfg.Out, "prometheus"), Targets: targets,
+		TargetLabels: labels, RuleFiles: []string{rules}})
 	if err != nil {
 		return err
 	}
@@ -140,7 +151,8 @@ func (l *Lab) startPrometheus(ctx context.Context) error {
 	if _, err := l.Prom.QueryWhen(qctx, up, nonEmpty); err != nil {
 		return fmt.Errorf("prometheus never scraped both daemons: %w (log %s)", err, l.Prom.LogFile)
 	}
-	l.progress.Step("prometheus at %s scrapes both daemons every second", l.Prom.URL)
+	l.promStart = time.Now()
+	l.progress.Step("prometheus at %s scrapes both daemons every second, rules %s", l.Prom.URL, rules)
 	return nil
 }
 

@@ -113,11 +113,18 @@ func checkResults(t *testing.T, results []lab.Result) {
 // client record per scenario, /metrics of both daemons, PNG screenshots.
 func checkResultsDir(t *testing.T, out string, n int) {
 	t.Helper()
-	var summary []map[string]any
-	body, err := os.ReadFile(filepath.Join(out, "summary.json"))
-	if err != nil || json.Unmarshal(body, &summary) != nil || len(summary) != n {
-		t.Fatalf("summary.json: %d entries, %v:\n%s", len(summary), err, body)
+	var s struct {
+		Scenarios  []map[string]any `json:"scenarios"`
+		Prometheus *lab.PromChecks  `json:"prometheus"`
 	}
+	body, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil || json.Unmarshal(body, &s) != nil || len(s.Scenarios) != n {
+		t.Fatalf("summary.json: %d entries, %v:\n%s", len(s.Scenarios), err, body)
+	}
+	if s.Prometheus == nil || s.Prometheus.Alert.Error != "" || s.Prometheus.Dashboard.Failed {
+		t.Errorf("summary.json: the alert and dashboard checks did not pass: %+v", s.Prometheus)
+	}
+	summary := s.Scenarios
 	for _, k := range []string{"name", "client_refused", "drainwatch_refused", "client_killed", "drainwatch_killed",
 		"prober_probe_refused", "drainwatch_probe_refused", "client_reset_at_shutdown", "drainwatch_reset_at_shutdown", "diagnoses"} {
 		if _, ok := summary[0][k]; !ok {

@@ -12,8 +12,10 @@ import (
 // Result is one row of the final table and one element of summary.json:
 // what the clients saw next to what drainwatch reported.
 type Result struct {
-	Name              string `json:"name"`
-	Namespace         string `json:"namespace"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// Revision is the replaced revision a rolling update's row counts.
+	Revision          string `json:"revision,omitempty"`
 	ClientRefused     int    `json:"client_refused"`
 	DrainwatchRefused int    `json:"drainwatch_refused"`
 	ClientKilled      int    `json:"client_killed"`

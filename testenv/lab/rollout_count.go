@@ -217,7 +217,7 @@ func revisionResult(i int, rev string, c revCount, prom promTotals, vs []exporte
 	}
 	sum := sumCounts(mine...)
 	api := promTotals{sum.RefusedAfterSigterm, sum.RequestsKilledBySigkill, sum.ProbeRefused, sum.ConnectionsResetAtShutdown}
-	r := Result{Name: fmt.Sprintf("rollout/revision-%s (%s)", rev, revisionLabels[i]), Namespace: rolloutNS, Source: "prometheus",
+	r := Result{Name: fmt.Sprintf("rollout/revision-%s (%s)", rev, revisionLabels[i]), Namespace: rolloutNS, Revision: rev, Source: "prometheus",
 		ClientRefused: c.refused, DrainwatchRefused: prom.refused, ClientKilled: c.killed, DrainwatchKilled: prom.killed,
 		ProberProbeRefused: c.probes, DrainwatchProbeRefused: prom.probes,
 		ClientResetAtShutdown: c.resets, DrainwatchResetAtShutdown: prom.resets, Diagnoses: diagnosisCodes(mine...),

@@ -65,15 +65,17 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 		return nil, err
 	}
 	results := l.RunScenarios(ctx)
+	var checks *PromChecks
 	if ctx.Err() == nil {
 		l.checkPrometheus(ctx, results)
+		checks = l.checkAlertsAndDashboard(ctx, results)
 	}
 	// The results are written even after an interrupt, within their own
 	// bound.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	werr := l.WriteResults(wctx, results)
-	return results, errors.Join(werr, l.Stop())
+	werr := l.WriteResults(wctx, results, checks)
+	return results, errors.Join(checks.err(), werr, l.Stop())
 }
 
 // RunScenarios runs the configured scenarios one after the other; a

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +27,9 @@ type Options struct {
 	Dir       string   // prometheus.yml, data/ and prometheus.log; created when missing
 	Targets   []string // "127.0.0.1:port", scraped at /metrics under job "drainwatch"
 	RuleFiles []string // alerting and recording rules; firing alerts show in ALERTS
+	// TargetLabels are extra labels per target (as the PodMonitor's
+	// relabelling adds node), keyed by the target's address.
+	TargetLabels map[string]map[string]string
 	// ScrapeInterval is also the rule evaluation interval; 0 means the
 	// package's ScrapeInterval.
 	ScrapeInterval time.Duration
@@ -75,8 +80,25 @@ rule_files: [%s]
 scrape_configs:
   - job_name: drainwatch
     static_configs:
-      - targets: [%s]
-`, opts.ScrapeInterval, opts.ScrapeInterval, quoteAll(opts.RuleFiles), quoteAll(opts.Targets))
+%s`, opts.ScrapeInterval, opts.ScrapeInterval, quoteAll(opts.RuleFiles), staticConfigs(opts))
+}
+
+// staticConfigs is one static config per target, so each can carry its
+// own labels.
+func staticConfigs(opts Options) string {
+	var b strings.Builder
+	for _, t := range opts.Targets {
+		fmt.Fprintf(&b, "      - targets: [%q]\n", t)
+		labels := opts.TargetLabels[t]
+		if len(labels) == 0 {
+			continue
+		}
+		b.WriteString("        labels:\n")
+		for _, k := range slices.Sorted(maps.Keys(labels)) {
+			fmt.Fprintf(&b, "          %s: %q\n", k, labels[k])
+		}
+	}
+	return b.String()
 }
 
 func quoteAll(ss []string) string {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -45,7 +44,7 @@ func hostEnv(f doctorFlags) doctorEnv {
 		pinPath:       f.pinPath,
 		cgroupRoot:    f.cgroupRoot,
 		nodeName:      f.nodeName,
-		capEff:        readCapEff,
+		capEff:        kernel.EffectiveCaps,
 		fsMagic:       statfsMagic,
 		probes:        loadProbes,
 		kube:          func() (*rest.Config, string, error) { return kubeConfig(f.kubeconfig) },
@@ -241,19 +240,6 @@ func checkProbes(load func() ([]kernel.ProbeStatus, error)) []checkResult {
 		rs = append(rs, r)
 	}
 	return rs
-}
-
-func readCapEff() (uint64, error) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, fmt.Errorf("reading capabilities: %w", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-		}
-	}
-	return 0, errors.New("no CapEff in /proc/self/status")
 }
 
 func statfsMagic(path string) (int64, error) {

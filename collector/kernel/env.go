@@ -41,7 +41,7 @@ func preflight(log zerolog.Logger) error {
 }
 
 func checkCapabilities() error {
-	eff, err := effectiveCaps()
+	eff, err := EffectiveCaps()
 	if err != nil {
 		return err
 	}
@@ -57,8 +57,10 @@ func capsSuffice(eff uint64) error {
 	return fmt.Errorf("drainwatch needs root, or CAP_BPF and CAP_PERFMON (effective capabilities %#x, uid %d): run it with sudo or grant them", eff, os.Geteuid())
 }
 
-// effectiveCaps reads CapEff from /proc/self/status.
-func effectiveCaps() (uint64, error) {
+// EffectiveCaps reads this process's effective capabilities (CapEff of
+// /proc/self/status): the loader's preflight and `drainwatch doctor` check
+// the same bits.
+func EffectiveCaps() (uint64, error) {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0, fmt.Errorf("reading capabilities: %w", err)

@@ -100,6 +100,10 @@ func (d *Daemon) baselineLost(cp Checkpoint, restored bool) {
 		return
 	}
 	d.counters.lost = st.Lost()
+	// The connection map's overflow counter is pinned with it and counts
+	// every run: only increases from now on open a conn_tracking_full gap
+	// (the checkpoint does not say which were during the downtime).
+	d.counters.untracked = st.Untracked
 	if !restored || !kernelResumed(d.kernel) || st.LostInKernel <= cp.KernelLost {
 		return
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
 	"github.com/drainwatch/drainwatch/testenv/gotools"
+	"github.com/drainwatch/drainwatch/testenv/promtest"
 )
 
 // metricsText is what a daemon exports for a termination in namespace shop
@@ -70,7 +71,11 @@ func TestOperatorConfigKeepsDrainwatchLabels(t *testing.T) {
 	// since Debian builds Prometheus without it.
 	config := run(t, opconfig, "-prometheus-version", "v2.42.0", "-scrape-interval", "1s", pmFile)
 	config = runWithInput(t, config, gotools.K8sSD(t), "-kubeconfig", cp.Kubeconfig, "-dir", dir)
-	prom := startPrometheus(t, config)
+	prom, err := promtest.Launch(ctx, promtest.Options{Dir: filepath.Join(dir, "prometheus"), Config: config, ScrapeInterval: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prom.Stop)
 	t.Logf("the operator's configuration, discovery in file_sd:\n%s", config)
 
 	const metric = "drainwatch_connections_refused_after_sigterm_total"
@@ -83,17 +88,23 @@ func TestOperatorConfigKeepsDrainwatchLabels(t *testing.T) {
 			"exported_namespace": "shop", "exported_pod": "web-7d9c-x2",
 		},
 	} {
-		got := prom.queryUntil(ctx, t, fmt.Sprintf("%s{job=%q}", metric, job), 1)[0]
+		expr := fmt.Sprintf("%s{job=%q}", metric, job)
+		samples, err := prom.QueryWhen(ctx, expr, func(s []promtest.Sample) bool { return len(s) == 1 })
+		if err != nil {
+			log, _ := os.ReadFile(prom.LogFile)
+			t.Fatalf("%v\nPrometheus log:\n%s", err, log)
+		}
+		got := samples[0]
 		labels := map[string]string{}
 		for _, l := range []string{"namespace", "pod", "node", "exported_namespace", "exported_pod"} {
-			if v, ok := got.Metric[l]; ok {
+			if v, ok := got.Labels[l]; ok {
 				labels[l] = v
 			}
 		}
-		if diff := cmp.Diff(want, labels); diff != "" || got.Value[1] != "44" {
-			t.Errorf("job %s: value %v, labels (-want +got):\n%s", job, got.Value[1], diff)
+		if diff := cmp.Diff(want, labels); diff != "" || got.Value != 44 {
+			t.Errorf("job %s: value %v, labels (-want +got):\n%s", job, got.Value, diff)
 		}
-		t.Logf("job %s: %v = %v", job, got.Metric, got.Value[1])
+		t.Logf("job %s: %v = %v", job, got.Labels, got.Value)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/drainwatch/drainwatch/testenv/controlplane"
 	"github.com/drainwatch/drainwatch/testenv/gotools"
+	"github.com/drainwatch/drainwatch/testenv/privileged"
 )
 
 const (
@@ -68,6 +69,9 @@ func kustomize(t *testing.T, dir string) []byte {
 	t.Helper()
 	bin, err := controlplane.BinDir()
 	if err != nil {
+		if privileged.InCI() {
+			t.Fatal(err) // CI builds kubectl (make controlplane): a skip there hides a failure
+		}
 		t.Skip(err)
 	}
 	return run(t, filepath.Join(bin, "kubectl"), "kustomize", dir)

@@ -33,6 +33,10 @@ type Options struct {
 	// ScrapeInterval is also the rule evaluation interval; 0 means the
 	// package's ScrapeInterval.
 	ScrapeInterval time.Duration
+	// Config, when set, is the whole prometheus.yml (e.g. one the
+	// Prometheus Operator generated); Targets, RuleFiles and TargetLabels
+	// are then unused.
+	Config []byte
 }
 
 // Launch runs Prometheus on a free 127.0.0.1 port and waits (at most 30 s,
@@ -53,7 +57,11 @@ func Launch(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
 	}
 	cfg := filepath.Join(opts.Dir, "prometheus.yml")
-	if err := os.WriteFile(cfg, []byte(config(opts)), 0o644); err != nil {
+	text := opts.Config
+	if text == nil {
+		text = []byte(config(opts))
+	}
+	if err := os.WriteFile(cfg, text, 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", cfg, err)
 	}
 	addr, err := freeLoopbackAddr()

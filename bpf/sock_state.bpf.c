@@ -24,6 +24,8 @@ static __always_inline void full_sock_addrs(struct event *e, const struct sock *
 		e->lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
 }
 
+/* An accept or a listener's open or close. An accept carries the
+ * node-local task that connected, when there is one (bpf/sources.h). */
 static __always_inline void emit_sock(const struct sock *sk, __u8 type, __u32 netns, __u64 cookie)
 {
 	struct event *e = event_reserve(type);
@@ -32,6 +34,8 @@ static __always_inline void emit_sock(const struct sock *sk, __u8 type, __u32 ne
 	e->netns = netns;
 	e->cookie = cookie;
 	full_sock_addrs(e, sk);
+	if (type == EV_ACCEPT)
+		local_source(e);
 	event_submit(e);
 }
 
@@ -135,18 +139,8 @@ int BPF_PROG(sock_state, const struct sock *sk, const int oldstate, const int ne
 	if (!netns_watched(netns))
 		return 0;
 	__u64 cookie = bpf_get_socket_cookie((void *)sk);
-	if (type != EV_ACCEPT) {
-		emit_sock(sk, type, netns, cookie);
-		return 0;
-	}
-	track_conn(sk, cookie);
-	struct event *e = event_reserve(type);
-	if (!e)
-		return 0;
-	e->netns = netns;
-	e->cookie = cookie;
-	full_sock_addrs(e, sk);
-	local_source(e);
-	event_submit(e);
+	if (type == EV_ACCEPT)
+		track_conn(sk, cookie);
+	emit_sock(sk, type, netns, cookie);
 	return 0;
 }

@@ -206,12 +206,21 @@ func (c *Correlator) point(t *termState, at time.Time, refused, probe bool) {
 }
 
 func addCookie(set map[uint64]bool, cookie uint64) map[uint64]bool {
-	if cookie == 0 || len(set) >= maxTrackedCookies {
+	if cookie == 0 {
+		return set
+	}
+	return addBounded(set, cookie)
+}
+
+// addBounded adds k to a per-termination set that stops growing at
+// maxTrackedCookies, creating it on first use.
+func addBounded[K comparable](set map[K]bool, k K) map[K]bool {
+	if len(set) >= maxTrackedCookies {
 		return set
 	}
 	if set == nil {
-		set = make(map[uint64]bool)
+		set = make(map[K]bool)
 	}
-	set[cookie] = true
+	set[k] = true
 	return set
 }

@@ -92,12 +92,7 @@ func exit(t *termState, container string, e *collector.Event) {
 	if t == nil {
 		return
 	}
-	if len(t.ExitedPIDs) < maxTrackedCookies {
-		if t.ExitedPIDs == nil {
-			t.ExitedPIDs = make(map[uint32]bool)
-		}
-		t.ExitedPIDs[e.PID] = true
-	}
+	t.ExitedPIDs = addBounded(t.ExitedPIDs, e.PID)
 	if !e.TargetInit {
 		return
 	}
@@ -198,12 +193,7 @@ func resetRemote(t *termState, remote netip.AddrPort) bool {
 	if t.ResetRemotes[remote] {
 		return false
 	}
-	if len(t.ResetRemotes) < maxTrackedCookies {
-		if t.ResetRemotes == nil {
-			t.ResetRemotes = make(map[netip.AddrPort]bool)
-		}
-		t.ResetRemotes[remote] = true
-	}
+	t.ResetRemotes = addBounded(t.ResetRemotes, remote)
 	return true
 }
 

@@ -12,7 +12,7 @@ import (
 // kernel_events metric and trace's summary list its names, trace writes a
 // line with Text, and the correlator attributes and replays by Process and
 // WorthReplaying. Adding a type is a constant above NumEventTypes and a row
-// in eventKinds (then a handler in correlate's dispatch table; see
+// in eventKinds (then a case in correlate's dispatch; see
 // docs/architecture.md).
 type EventKind struct {
 	// Name is the type in `drainwatch trace` output and the type label of
@@ -21,28 +21,31 @@ type EventKind struct {
 	// Process events (signal, exit) are attributed by task (PID, cgroup);
 	// the others are socket events, attributed by netns and address.
 	Process bool
-	// WorthReplaying says whether an event that arrives before the
-	// termination it may belong to is kept to be replayed once it opens.
-	WorthReplaying func(e *Event) bool
+	// Replay says whether an event that arrives before the termination
+	// it may belong to is kept to be replayed once it opens (see
+	// Event.WorthReplaying). A rule, not a function: the check runs for
+	// every attributed event, and a call through a func value would move
+	// the event to the heap.
+	Replay ReplayRule
 	// Text appends trace's human fields after "time type netns=N".
 	Text func(b *strings.Builder, r *TraceRecord)
 }
 
 var eventKinds = [NumEventTypes]EventKind{
-	EventUnknown: {Name: "unknown", WorthReplaying: always, Text: socketText},
+	EventUnknown: {Name: "unknown", Replay: ReplayAlways, Text: socketText},
 	// Accepts are too frequent to keep (the correlator's accepts ring
 	// covers them); a listener opening before the termination is state,
 	// not a mark.
-	EventAccept:      {Name: "accept", WorthReplaying: never, Text: socketText},
-	EventListenOpen:  {Name: "listen_open", WorthReplaying: never, Text: socketText},
-	EventListenClose: {Name: "listen_close", WorthReplaying: always, Text: socketText},
-	EventRefused:     {Name: "refused", WorthReplaying: always, Text: socketText},
-	EventReset:       {Name: "reset", WorthReplaying: always, Text: socketText},
+	EventAccept:      {Name: "accept", Replay: ReplayNever, Text: socketText},
+	EventListenOpen:  {Name: "listen_open", Replay: ReplayNever, Text: socketText},
+	EventListenClose: {Name: "listen_close", Replay: ReplayAlways, Text: socketText},
+	EventRefused:     {Name: "refused", Replay: ReplayAlways, Text: socketText},
+	EventReset:       {Name: "reset", Replay: ReplayAlways, Text: socketText},
 	// Of signals only SIGKILL and those to an init can matter (the Go
 	// runtime alone sends SIGURG by the thousand).
-	EventSignal:             {Name: "signal", Process: true, WorthReplaying: killOrInit, Text: signalText},
-	EventExit:               {Name: "exit", Process: true, WorthReplaying: always, Text: exitText},
-	EventConnClosedInflight: {Name: "conn_closed_inflight", WorthReplaying: always, Text: socketText},
+	EventSignal:             {Name: "signal", Process: true, Replay: ReplayKillOrInit, Text: signalText},
+	EventExit:               {Name: "exit", Process: true, Replay: ReplayAlways, Text: exitText},
+	EventConnClosedInflight: {Name: "conn_closed_inflight", Replay: ReplayAlways, Text: socketText},
 }
 
 // Kind returns the type's row of the table (the unknown row for a type
@@ -73,7 +76,23 @@ func EventTypes() []EventType {
 	return ts
 }
 
-func never(*Event) bool  { return false }
-func always(*Event) bool { return true }
+// ReplayRule says which events of a type are kept for replay.
+type ReplayRule uint8
 
-func killOrInit(e *Event) bool { return e.Signal == uint32(unix.SIGKILL) || e.TargetInit }
+const (
+	ReplayAlways ReplayRule = iota
+	ReplayNever
+	// ReplayKillOrInit keeps SIGKILLs and signals to a namespace init.
+	ReplayKillOrInit
+)
+
+// WorthReplaying applies its type's ReplayRule to e.
+func (e *Event) WorthReplaying() bool {
+	switch e.Type.Kind().Replay {
+	case ReplayNever:
+		return false
+	case ReplayKillOrInit:
+		return e.Signal == uint32(unix.SIGKILL) || e.TargetInit
+	}
+	return true
+}

@@ -20,7 +20,7 @@ func (c *Correlator) Kernel(e collector.Event) {
 		return
 	}
 	p.KernelSeen = true
-	if p.Term == nil && e.Type.Kind().WorthReplaying(&e) {
+	if p.Term == nil && e.WorthReplaying() {
 		p.Early.push(&e)
 	}
 	c.dispatch(p, container, &e)
@@ -53,26 +53,32 @@ func (c *Correlator) watermark(t time.Time) {
 	}
 }
 
-// handlers is correlate's column of the event table (collector.EventKind):
-// what a termination does with each type. A type without a handler is
-// attributed and counted, and otherwise ignored.
-var handlers = [collector.NumEventTypes]func(c *Correlator, p *podState, container string, e *collector.Event){
-	collector.EventAccept:      func(c *Correlator, p *podState, _ string, e *collector.Event) { c.accept(p, e) },
-	collector.EventListenOpen:  func(_ *Correlator, p *podState, _ string, e *collector.Event) { p.Listeners.open(e.SockCookie) },
-	collector.EventListenClose: func(_ *Correlator, p *podState, _ string, e *collector.Event) { listenClose(p, e) },
-	collector.EventRefused:     func(c *Correlator, p *podState, _ string, e *collector.Event) { c.refused(p.Term, e) },
-	collector.EventReset:       func(c *Correlator, p *podState, _ string, e *collector.Event) { c.reset(p.Term, e) },
-	collector.EventSignal:      (*Correlator).signal,
-	collector.EventExit:        func(_ *Correlator, p *podState, container string, e *collector.Event) { exit(p.Term, container, e) },
-	collector.EventConnClosedInflight: func(c *Correlator, p *podState, _ string, e *collector.Event) {
+// dispatch hands e to what a termination does with its type, and reports
+// whether the type has a handler (a type without one is attributed and
+// counted, and otherwise ignored). A switch of direct calls, not a table of
+// funcs: an indirect call would move every event to the heap.
+func (c *Correlator) dispatch(p *podState, container string, e *collector.Event) bool {
+	switch e.Type {
+	case collector.EventAccept:
+		c.accept(p, e)
+	case collector.EventListenOpen:
+		p.Listeners.open(e.SockCookie)
+	case collector.EventListenClose:
+		listenClose(p, e)
+	case collector.EventRefused:
+		c.refused(p.Term, e)
+	case collector.EventReset:
+		c.reset(p.Term, e)
+	case collector.EventSignal:
+		c.signal(p, container, e)
+	case collector.EventExit:
+		exit(p.Term, container, e)
+	case collector.EventConnClosedInflight:
 		c.connClosed(p.Term, e)
-	},
-}
-
-func (c *Correlator) dispatch(p *podState, container string, e *collector.Event) {
-	if e.Type.Known() && handlers[e.Type] != nil {
-		handlers[e.Type](c, p, container, e)
+	default:
+		return false
 	}
+	return true
 }
 
 // replayEarly feeds the termination the rare events seen before it was

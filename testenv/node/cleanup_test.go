@@ -163,13 +163,7 @@ func TestForceDeleteShortensTheGrace(t *testing.T) {
 	if d := second.SIGKILLAt.Sub(second.StopSignalAt); d < 2*time.Second || d >= 2500*time.Millisecond {
 		t.Fatalf("SIGKILL %s after the second stop signal, want the 2 s floor", d)
 	}
-	for i := 0; i < 50; i++ {
-		if _, err := os.Stat(info.Netns); os.IsNotExist(err) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	mustNotExist(t, info.Netns, info.PodCgroup)
+	waitGone(t, 5*time.Second, info.Netns, info.PodCgroup)
 }
 
 // TestCompletedPodIsTornDownThenDeleted: a restartPolicy Never container
@@ -191,13 +185,7 @@ func TestCompletedPodIsTornDownThenDeleted(t *testing.T) {
 	if tt == nil || tt.ExitCode != 3 || tt.Reason != "Error" {
 		t.Fatalf("terminated state %+v, want exit 3 Error", tt)
 	}
-	for i := 0; i < 50; i++ {
-		if _, err := os.Stat(info.Netns); os.IsNotExist(err) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	mustNotExist(t, info.Netns, info.PodCgroup)
+	waitGone(t, 5*time.Second, info.Netns, info.PodCgroup)
 	if err := l.client.CoreV1().Pods(l.ns).Delete(ctx, "job", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -214,6 +214,29 @@ func mustNotExist(t *testing.T, paths ...string) {
 	}
 }
 
+// waitGone waits up to d for every path to be removed, then fails for those
+// that are still there. The agent tears a sandbox down in order (namespace,
+// then the sandbox scope, then the pod slice), and a forced delete removes
+// the Pod object before that teardown ends, so a test cannot check them at
+// one instant.
+func waitGone(t *testing.T, d time.Duration, paths ...string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		left := 0
+		for _, p := range paths {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				left++
+			}
+		}
+		if left == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mustNotExist(t, paths...)
+}
+
 // uniqueName appends 4 random hex digits to a test's name.
 func uniqueName(base string) string {
 	b := make([]byte, 2)

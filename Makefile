@@ -13,6 +13,7 @@ LDFLAGS     := -X github.com/drainwatch/drainwatch/exporter.Version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
 VM_KERNEL   := $(CACHE)/vmkernel/vmlinuz
+ARM64_KERNEL_DIR := $(CACHE)/vmkernel/arm64
 
 # Test tools built once from Go modules of their own (testenv/helmbuild,
 # testenv/opconfig); testenv/gotools finds them at these paths.
@@ -25,7 +26,7 @@ K8SSD            := $(CACHE)/k8ssd-$(PROM_SD_VERSION)/k8ssd
 
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 
-.PHONY: help deps mounts generate vmlinux check-generate build controlplane \
+.PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate build controlplane \
         vmkernel helm opconfig check-tidy test test-unit vet lab clean image
 
 help: ## Show this help.
@@ -39,6 +40,9 @@ mounts: ## Mount tracefs and bpffs if they are not mounted.
 
 vmlinux: ## Regenerate bpf/vmlinux/vmlinux_amd64.h from this machine's BTF (rarely needed).
 	bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux/vmlinux_amd64.h
+
+vmlinux-arm64: ## Regenerate bpf/vmlinux/vmlinux_arm64.h from Debian's arm64 cloud kernel's BTF (rarely needed).
+	@GO=$(GO) bash testenv/scripts/vmlinux-arm64.sh $(ARM64_KERNEL_DIR) bpf/vmlinux/vmlinux_arm64.h
 
 generate: ## Regenerate the eBPF objects and Go bindings with Debian's clang (committed output).
 	$(GO) generate ./collector/... ./deploy/...

@@ -41,8 +41,10 @@ static __always_inline bool seq_after(__u32 a, __u32 b) { return (__s32)(a - b) 
  * - A FIN in a segment of its own moves snd_wl1 to the FIN's sequence
  *   number whether a request came before it or not; then the last data
  *   received (icsk_ack.lrcvtime) must be later than the last data sent
- *   (lsndtime), in jiffies: a request and a FIN arriving in the same jiffy
- *   as the previous answer was sent count as idle. */
+ *   (lsndtime), in jiffies, or data received while the server never sent
+ *   any (bytes_received, bytes_acked): a later request followed by a lone
+ *   FIN, both within the jiffy the previous answer was sent in, counts as
+ *   idle. */
 static __always_inline __u8 socket_inflight(const struct sock *sk, int oldstate)
 {
 	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
@@ -56,7 +58,13 @@ static __always_inline __u8 socket_inflight(const struct sock *sk, int oldstate)
 	__u32 data_end = rcv_nxt - fin;
 	if (seq_after(data_end, BPF_CORE_READ(tp, snd_wl1)))
 		return INFLIGHT_REQUEST;
-	if (fin && seq_after(BPF_CORE_READ(tp, inet_conn.icsk_ack.lrcvtime), BPF_CORE_READ(tp, lsndtime)))
+	if (!fin)
+		return INFLIGHT_NONE;
+	/* Data received and none ever sent: the first request is unanswered
+	 * (lrcvtime and lsndtime both start at the handshake's jiffy). */
+	if (BPF_CORE_READ(tp, bytes_received) && !BPF_CORE_READ(tp, bytes_acked))
+		return INFLIGHT_REQUEST;
+	if (seq_after(BPF_CORE_READ(tp, inet_conn.icsk_ack.lrcvtime), BPF_CORE_READ(tp, lsndtime)))
 		return INFLIGHT_REQUEST;
 	return INFLIGHT_NONE;
 }

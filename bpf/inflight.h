@@ -61,8 +61,9 @@ static __always_inline __u8 socket_inflight(const struct sock *sk, int oldstate)
 	if (!fin)
 		return INFLIGHT_NONE;
 	/* Data received and none ever sent: the first request is unanswered
-	 * (lrcvtime and lsndtime both start at the handshake's jiffy). */
-	if (BPF_CORE_READ(tp, bytes_received) && !BPF_CORE_READ(tp, bytes_acked))
+	 * (lrcvtime and lsndtime both start at the handshake's jiffy).
+	 * bytes_received counts the FIN as a byte. */
+	if (BPF_CORE_READ(tp, bytes_received) > fin && !BPF_CORE_READ(tp, bytes_acked))
 		return INFLIGHT_REQUEST;
 	if (seq_after(BPF_CORE_READ(tp, inet_conn.icsk_ack.lrcvtime), BPF_CORE_READ(tp, lsndtime)))
 		return INFLIGHT_REQUEST;

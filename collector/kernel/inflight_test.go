@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -171,6 +172,10 @@ func TestInflightSocketRule(t *testing.T) {
 			s.clientSends("GET /b")
 			s.clientHalfCloses()
 		}, collector.InflightRequest},
+		{"connected, then the client's FIN, EOF read", func(s *rawConn) {
+			s.clientHalfCloses()
+			s.serverReadsEOF()
+		}, collector.InflightNone},
 		{"request with its FIN, unread", func(s *rawConn) {
 			s.clientSendsUnread("GET /a")
 			s.clientHalfCloses()
@@ -271,6 +276,12 @@ func (s *rawConn) clientHalfCloses() {
 	s.waitServer("the client's FIN", func(i *unix.TCPInfo) bool { return i.State == unix.BPF_TCP_CLOSE_WAIT })
 }
 
+func (s *rawConn) serverReadsEOF() {
+	if n, err := unix.Read(s.fd, make([]byte, 1)); n != 0 || err != nil {
+		s.t.Fatalf("read %d bytes, %v; want EOF", n, err)
+	}
+}
+
 func (s *rawConn) waitServer(what string, done func(*unix.TCPInfo) bool) {
 	for i := 0; i < 200; i++ {
 		info, err := unix.GetsockoptTCPInfo(s.fd, unix.IPPROTO_TCP, unix.TCP_INFO)
@@ -283,4 +294,79 @@ func (s *rawConn) waitServer(what string, done func(*unix.TCPInfo) bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.t.Fatalf("no %s within 2s", what)
+}
+
+// TestInflightKeepAliveHammerThenSigkill: 50 keep-alive connections hammer
+// the Go HTTP/1.1 server (testdata/h2server) with 100 requests each, all at
+// once; right after its last answer every even connection sends a request
+// the server holds ("/slow"), usually within the jiffy of that answer.
+// Then SIGKILL: exactly the 25 connections whose client has a request
+// outstanding report conn_closed_inflight, cause sigkill; the 25 idle
+// ones, just done hammering, do not.
+func TestInflightKeepAliveHammerThenSigkill(t *testing.T) {
+	const conns, requests = 50, 100
+	bin := buildH2Server(t)
+	l := newLab(t)
+	k := openTestKernel(t, Options{})
+	srv := l.server.Inode()
+	if err := k.WatchNetns(srv); err != nil {
+		t.Fatal(err)
+	}
+	heldFile := filepath.Join(t.TempDir(), "held")
+	cmd := l.startServer(t, 8080, bin, "-addr", serverIP+":8080", "-held", heldFile)
+	want := map[uint16]bool{}
+	errs := make(chan error, conns)
+	for i := 0; i < conns; i++ {
+		c := mustDial(t, l)
+		hold := i%2 == 0
+		if hold {
+			want[uint16(c.LocalAddr().(*net.TCPAddr).Port)] = true
+		}
+		go func() { errs <- hammer(c, requests, hold) }()
+	}
+	for i := 0; i < conns; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFileSize(t, heldFile, int64(len(want)))
+	evs := killAndCollect(t, k, cmd, srv)
+	got := map[uint16]bool{}
+	for _, ev := range evs {
+		if ev.Type != collector.EventConnClosedInflight {
+			continue
+		}
+		if ev.Cause != collector.CauseSigkill || ev.Inflight != collector.InflightRequest || !want[ev.Remote.Port()] {
+			t.Errorf("unexpected %+v", ev)
+		}
+		got[ev.Remote.Port()] = true
+	}
+	if n := countType(evs, collector.EventConnClosedInflight, 0); n != len(want) || len(got) != len(want) {
+		t.Fatalf("%d conn_closed_inflight events (%d connections), want exactly %d", n, len(got), len(want))
+	}
+}
+
+// hammer sends n requests on c one after the other, reading each answer
+// whole, then with hold one request the server never answers.
+func hammer(c *net.TCPConn, n int, hold bool) error {
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	r := bufio.NewReader(c)
+	for i := 0; i < n; i++ {
+		if _, err := fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", serverIP); err != nil {
+			return err
+		}
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			return fmt.Errorf("answer %d: %w", i, err)
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			return err
+		}
+		resp.Body.Close()
+	}
+	if hold {
+		_, err := fmt.Fprintf(c, "GET /slow HTTP/1.1\r\nHost: %s\r\n\r\n", serverIP)
+		return err
+	}
+	return nil
 }

@@ -692,3 +692,123 @@ func roundTrips(hello, in, out []byte, n int) error {
 type fdReader int
 
 func (f fdReader) Read(p []byte) (int, error) { return unix.Read(int(f), p) }
+
+// TestMessageProbesAttachAtRunTime: message probes on demand. An HTTP/2
+// connection opened while they are detached is judged by the socket rule:
+// idle after its answer but for the client's WINDOW_UPDATE, it counts as in
+// flight (kind request or unread, the documented cost of not following
+// HTTP/2). Attached at run time, they follow the connections opened from
+// then on exactly: the same idle shape counts nothing, a held request
+// after a finished one counts as a stream. Then SIGKILL: exactly 2.
+func TestMessageProbesAttachAtRunTime(t *testing.T) {
+	bin := buildH2Server(t)
+	l := newLab(t)
+	k := openTestKernel(t, Options{MessageProbes: MessageProbesOnDemand})
+	requireMessageProbes(t, k, ProbeDetached)
+	srv := l.server.Inode()
+	if err := k.WatchNetns(srv); err != nil {
+		t.Fatal(err)
+	}
+	heldFile := filepath.Join(t.TempDir(), "held")
+	cmd := l.startServer(t, 8080, bin, "-addr", serverIP+":8080", "-held", heldFile)
+	unfollowed := dialH2(t, l)
+	unfollowed.idleAfterWindowUpdate(t)
+	if err := k.SetMessageProbes(true); err != nil {
+		t.Fatal(err)
+	}
+	requireMessageProbes(t, k, ProbeAttached)
+	dialH2(t, l).idleAfterWindowUpdate(t)
+	held := dialH2(t, l)
+	held.holdAfterAnswer(t, heldFile, 1)
+	want := map[uint16]bool{unfollowed.localPort(): false, held.localPort(): true}
+	requireInflightStreams(t, killAndCollect(t, k, cmd, srv), want)
+}
+
+// TestMessageProbesDetachAtRunTime: detaching the message probes hands the
+// connections they followed to the socket rule: an idle one whose client
+// sent a WINDOW_UPDATE last now counts as in flight, and a held stream
+// counts by its bytes (the client's HEADERS came after the server's last
+// frame), kind request or unread. Then SIGKILL: exactly 2.
+func TestMessageProbesDetachAtRunTime(t *testing.T) {
+	bin := buildH2Server(t)
+	l := newLab(t)
+	k := openTestKernel(t, Options{MessageProbes: MessageProbesAlways})
+	requireMessageProbes(t, k, ProbeAttached)
+	srv := l.server.Inode()
+	if err := k.WatchNetns(srv); err != nil {
+		t.Fatal(err)
+	}
+	heldFile := filepath.Join(t.TempDir(), "held")
+	cmd := l.startServer(t, 8080, bin, "-addr", serverIP+":8080", "-held", heldFile)
+	idle := dialH2(t, l)
+	idle.idleAfterWindowUpdate(t)
+	held := dialH2(t, l)
+	held.holdAfterAnswer(t, heldFile, 1)
+	if err := k.SetMessageProbes(false); err != nil {
+		t.Fatal(err)
+	}
+	requireMessageProbes(t, k, ProbeDetached)
+	want := map[uint16]bool{idle.localPort(): false, held.localPort(): false}
+	requireInflightStreams(t, killAndCollect(t, k, cmd, srv), want)
+}
+
+func requireMessageProbes(t *testing.T, k *Kernel, want ProbeState) {
+	t.Helper()
+	n := 0
+	for _, p := range k.Probes() {
+		if p.Name == "sock_recv" || p.Name == "sock_send" {
+			n++
+			if p.State != want || !p.Optional || !p.Attached() {
+				t.Fatalf("probe %+v, want state %s, optional", p, want)
+			}
+		}
+	}
+	if n != 2 || k.MessageProbesAttached() != (want == ProbeAttached) {
+		t.Fatalf("%d message probes, attached %v; want 2 %s", n, k.MessageProbesAttached(), want)
+	}
+}
+
+// requireInflightStreams checks the conn_closed_inflight events: exactly
+// one per connection of want (by client port), cause sigkill, kind stream
+// when want says so, else request or unread (the socket rule).
+func requireInflightStreams(t *testing.T, evs []collector.Event, want map[uint16]bool) {
+	t.Helper()
+	got := map[uint16]int{}
+	for _, ev := range evs {
+		if ev.Type != collector.EventConnClosedInflight {
+			continue
+		}
+		stream, ok := want[ev.Remote.Port()]
+		kindOK := ev.Inflight == collector.InflightStream
+		if !stream {
+			kindOK = ev.Inflight == collector.InflightRequest || ev.Inflight == collector.InflightUnread
+		}
+		if !ok || !kindOK || ev.Cause != collector.CauseSigkill {
+			t.Errorf("unexpected %+v", ev)
+		}
+		got[ev.Remote.Port()]++
+	}
+	if n := countType(evs, collector.EventConnClosedInflight, 0); n != len(want) || len(got) != len(want) {
+		t.Fatalf("%d conn_closed_inflight events (%d connections), want exactly %d", n, len(got), len(want))
+	}
+}
+
+// idleAfterWindowUpdate: one answered request, then a WINDOW_UPDATE the
+// server's kernel acknowledged and the server never answers.
+func (h *h2Client) idleAfterWindowUpdate(t *testing.T) {
+	t.Helper()
+	h.request(t, 1, "/")
+	h.wait(t, h.ended, "the answer to /")
+	h.write(t, h2Frame(h2FrameWindowUpdate, 0, 0, []byte{0, 0, 4, 0}))
+	waitAcked(t, h.c)
+}
+
+// holdAfterAnswer: one answered request, then one the server holds (the
+// nheld-th held request of the server).
+func (h *h2Client) holdAfterAnswer(t *testing.T, heldFile string, nheld int64) {
+	t.Helper()
+	h.request(t, 1, "/")
+	h.wait(t, h.ended, "the answer to /")
+	h.request(t, 3, "/slow")
+	waitFileSize(t, heldFile, nheld)
+}

@@ -103,14 +103,14 @@ struct scope_key {
 	__u32 pad;
 };
 
-/* Per accepted connection in a watched scope: what bpf/inflight.h needs to
- * decide at teardown whether a request or stream was in flight. */
+/* Per accepted connection in a watched scope: its cookie, and the HTTP/2
+ * streams bpf/inflight.h needs at teardown when the message probes
+ * followed the connection (the socket rule needs nothing here). */
 struct conn {
 	__u64 cookie;
-	__u8 unanswered;   /* request bytes read after the server's last send */
-	__u8 proto;        /* enum conn_proto (bpf/h2.h): HTTP/2 or the byte rule */
+	__u8 proto;        /* enum conn_proto (bpf/h2.h): HTTP/2 or the socket rule */
 	__u8 preface_got;  /* bytes of the HTTP/2 client preface read so far */
-	__u8 pad;
+	__u8 pad[2];
 	__u32 max_sid;     /* highest client stream id opened */
 	/* HTTP/2 framing of one direction: the reader's (rx, written only by
 	 * reads) and the server's (tx, written only by sends). */

@@ -13,7 +13,7 @@
  * follow (a system call it does not know such as sendfile or io_uring, more
  * than H2_STEPS frame headers and payloads in one call, more than H2_SLOTS
  * open streams, more than H2_IOVS iovecs), the connection is "lost" and
- * falls back to the byte rule of bpf/inflight.h for the rest of its life. */
+ * falls back to the socket rule of bpf/inflight.h for the rest of its life. */
 #pragma once
 
 #include "drainwatch.h"
@@ -22,8 +22,8 @@ enum conn_proto {
 	PROTO_UNKNOWN = 0, /* nothing read yet */
 	PROTO_PREFACE = 1, /* the bytes read so far are a prefix of the preface */
 	PROTO_H2 = 2,      /* HTTP/2, streams followed */
-	PROTO_OTHER = 3,   /* not HTTP/2: the byte rule */
-	PROTO_H2_LOST = 4, /* HTTP/2 the parser could not follow: the byte rule */
+	PROTO_OTHER = 3,   /* not HTTP/2: the socket rule */
+	PROTO_H2_LOST = 4, /* HTTP/2 the parser could not follow: the socket rule */
 };
 
 #define H2_PREFACE_LEN 24

@@ -1,12 +1,13 @@
 //go:build ignore
 
-/* In-flight bookkeeping for accepted connections of watched scopes, in the
- * server's read and write system calls. HTTP/2 connections (bpf/h2.h) keep
- * their open streams; every other connection, and an HTTP/2 one the parser
- * lost, keeps the byte rule: a request is in flight when the last data the
- * server moved was a read of request bytes (no answer sent since). Both
- * hooks run on every socket read and write of the node, so they cost one
- * hash lookup and return early for sockets that are not tracked. */
+/* HTTP/2 bookkeeping for accepted connections of watched scopes, in the
+ * server's read and write system calls: the preface and the frames that
+ * open and close client streams (bpf/h2.h). Every other connection, and an
+ * HTTP/2 one the parser lost, is judged at teardown from its socket's own
+ * state (bpf/inflight.h), which needs no hook here. Both hooks run on every
+ * socket read and write of the node (one hash lookup, an early return for
+ * untracked sockets), so user space attaches them only on demand
+ * (collector/kernel MessageProbes). */
 #include "drainwatch.h"
 #include "h2.h"
 
@@ -41,7 +42,7 @@ static __always_inline void h2_read(struct conn *c, long ret)
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(sock_recv, struct sock *sk, int ret, int flags)
 {
-	/* A peek leaves the bytes in the queue: teardown sees them as unread. */
+	/* A peek leaves the bytes in the queue: they are read again later. */
 	if (ret <= 0 || (flags & MSG_PEEK))
 		return 0;
 	__u64 key = (__u64)sk;
@@ -50,10 +51,6 @@ int BPF_PROG(sock_recv, struct sock *sk, int ret, int flags)
 		return 0;
 	if (c->proto == PROTO_UNKNOWN || c->proto == PROTO_PREFACE || c->proto == PROTO_H2)
 		h2_read(c, ret);
-	/* HTTP/2 frames never make a request in flight by themselves: its
-	 * streams do (conn_inflight). */
-	if (c->proto != PROTO_H2)
-		c->unanswered = 1;
 	return 0;
 }
 
@@ -66,7 +63,6 @@ int BPF_PROG(sock_send, struct sock *sk, int ret, int flags)
 	struct conn *c = bpf_map_lookup_elem(&conns, &key);
 	if (!c)
 		return 0;
-	c->unanswered = 0;
 	/* Before the preface is read, the server's bytes are followed as
 	 * frames too: gRPC-Go sends its SETTINGS before reading the client's
 	 * preface. A protocol where the server speaks first (not HTTP/2)

@@ -57,8 +57,9 @@ static __always_inline void track_conn(const struct sock *sk, __u64 cookie)
  * signal, or closing it itself (including a normal exit). */
 static __always_inline __u8 close_cause(void)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-	if (!(t->flags & PF_EXITING))
+	/* bpf_get_current_task, not _btf: the latter needs Linux >= 5.11. */
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	if (!(BPF_CORE_READ(t, flags) & PF_EXITING))
 		return CAUSE_CLOSE;
 	int sig = BPF_CORE_READ(t, exit_code) & 0x7f;
 	if (sig == SIGKILL)

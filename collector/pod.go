@@ -44,8 +44,12 @@ type Pod struct {
 	// GracePeriod is spec.terminationGracePeriodSeconds (default 30 s).
 	GracePeriod time.Duration `json:"gracePeriod"`
 	HasPreStop  bool          `json:"hasPreStop,omitempty"`
-	Containers  []Container   `json:"containers,omitempty"`
-	Ready       bool          `json:"ready"`
+	// HTTP2 is set when a container declares a port named for HTTP/2
+	// (HTTP2PortName): the daemon follows HTTP/2 streams while such a pod
+	// is on the node (--http2-tracking=auto).
+	HTTP2      bool        `json:"http2,omitempty"`
+	Containers []Container `json:"containers,omitempty"`
+	Ready      bool        `json:"ready"`
 
 	// DeletionTimestamp and DeletionGracePeriod are set once the pod is
 	// being deleted; DeletionTimestamp − DeletionGracePeriod is the time the
@@ -96,4 +100,16 @@ func TrimContainerID(id string) string {
 		return id[i+3:]
 	}
 	return id
+}
+
+// HTTP2PortName reports whether a container port's name declares HTTP/2 by
+// Istio's port-naming convention (<protocol>[-<suffix>]): grpc, grpc-web,
+// http2, or h2c.
+func HTTP2PortName(name string) bool {
+	for _, p := range []string{"grpc", "h2c", "http2"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }

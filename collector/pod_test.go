@@ -13,3 +13,14 @@ func TestTrimContainerID(t *testing.T) {
 		}
 	}
 }
+
+func TestHTTP2PortName(t *testing.T) {
+	for name, want := range map[string]bool{
+		"grpc": true, "grpc-web": true, "http2": true, "h2c": true, "h2c-api": true,
+		"http": false, "https": false, "tcp-grpc": false, "": false, "metrics": false,
+	} {
+		if got := HTTP2PortName(name); got != want {
+			t.Errorf("%q: %v, want %v", name, got, want)
+		}
+	}
+}

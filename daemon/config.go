@@ -74,6 +74,9 @@ type Config struct {
 	// NoEvents turns off the Warning Events posted on pods and workloads
 	// for each non-clean termination.
 	NoEvents bool
+	// HTTP2Tracking is HTTP2Auto (the default), HTTP2Always or HTTP2Off:
+	// when the kernel follows HTTP/2 streams (see http2.go).
+	HTTP2Tracking string
 	// Now is time.Now when nil.
 	Now func() time.Time
 }
@@ -109,6 +112,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.HTTP2Tracking == "" {
+		c.HTTP2Tracking = HTTP2Auto
+	}
+	if _, err := messageProbesMode(c.HTTP2Tracking); err != nil {
+		return c, err
 	}
 	return c, nil
 }

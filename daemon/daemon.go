@@ -38,6 +38,7 @@ type Daemon struct {
 	// kube is set by Run and read by KubeStats from other goroutines.
 	kube    atomic.Pointer[kube.Kube]
 	scopes  *node.Scopes
+	http2   http2Pods
 	metrics *exporter.Metrics
 	view    *terminationView
 	api     chan apiEvent
@@ -175,7 +176,7 @@ func (d *Daemon) startKube(ctx context.Context, errc chan<- error) error {
 func (d *Daemon) reportProbes() {
 	for _, p := range d.kernel.Probes() {
 		d.metrics.SetProbeAttached(p.Name, p.Attached())
-		if !p.Attached() {
+		if !p.Attached() && !p.Optional {
 			// Open-ended: every termination from now on misses this probe.
 			d.corr.KernelGap("probe_unavailable:"+p.Name, d.cfg.Now(), forever)
 		}

@@ -65,9 +65,11 @@ func (d *Daemon) handleAPI(ev apiEvent) {
 		d.relist.seen(ev.pod.Pod.UID)
 		d.corr.Pod(*ev.pod)
 		d.scopes.PodUpdate(ev.pod.Pod, d.cfg.Now())
+		d.followHTTP2(d.http2.podUpdate(ev.pod.Pod))
 	case ev.deleted != nil:
 		d.corr.PodDeleted(*ev.deleted)
 		d.scopes.PodDeleted(ev.deleted.UID, ev.deleted.Seen)
+		d.followHTTP2(d.http2.podDeleted(ev.deleted.UID))
 	case ev.kubelet != nil:
 		d.corr.Kubelet(*ev.kubelet)
 	case ev.endpoint != nil:

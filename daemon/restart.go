@@ -33,6 +33,7 @@ import (
 // pinned programs only when the store has state that continues them.
 func (d *Daemon) kernelOptions(restored bool) kernel.Options {
 	o := kernel.Options{Logger: d.log.With().Str("component", "kernel").Logger(), NoResume: !restored}
+	o.MessageProbes, _ = messageProbesMode(d.cfg.HTTP2Tracking) // checked by withDefaults
 	if d.cfg.PinPath != "" {
 		o.PinPath = NodePinPath(d.cfg.PinPath, d.cfg.NodeName)
 	}

@@ -231,10 +231,13 @@ func checkProbes(load func() ([]kernel.ProbeStatus, error)) []checkResult {
 	for _, p := range probes {
 		r := checkResult{Check: "probe " + p.Name, Status: checkOK, Detail: string(p.State) + " " + p.Hook}
 		switch p.State {
-		case kernel.ProbeFallback:
+		case kernel.ProbeFallback, kernel.ProbeDetached:
 			r.Detail += ": " + p.Detail
 		case kernel.ProbeUnavailable:
 			r.Status, r.Detail = checkFail, r.Detail+": "+p.Detail
+			if p.Optional { // the message probes: HTTP/2 streams only
+				r.Status = checkWarn
+			}
 			r.Fix = "a kernel with this tracepoint in BTF (Linux >= 5.8); see the daemon's eBPF probe log line"
 		}
 		rs = append(rs, r)

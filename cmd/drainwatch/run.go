@@ -25,6 +25,7 @@ type runFlags struct {
 	pinPath                                            string
 	logLevel, logFormat                                string
 	kubeletComms                                       string
+	http2Tracking                                      string
 	noEvents, unpinOnExit                              bool
 }
 
@@ -43,6 +44,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.StringVar(&f.logFormat, "log-format", envOr("DRAINWATCH_LOG_FORMAT", "json"), "json or console (env DRAINWATCH_LOG_FORMAT)")
 	fs.BoolVar(&f.noEvents, "no-events", os.Getenv("DRAINWATCH_NO_EVENTS") == "true", "do not post Warning Events on pods and workloads (env DRAINWATCH_NO_EVENTS=true)")
 	fs.StringVar(&f.kubeletComms, "kubelet-comm", envOr("DRAINWATCH_KUBELET_COMM", "kubelet"), "comma-separated command names (as /proc/<pid>/comm shows them) of this node's kubelet: connections such a process of the node opens to a pod are probes, reported apart from client traffic (env DRAINWATCH_KUBELET_COMM)")
+	fs.StringVar(&f.http2Tracking, "http2-tracking", envOr("DRAINWATCH_HTTP2_TRACKING", daemon.HTTP2Auto), "when the kernel follows HTTP/2 streams with per-message probes (Linux >= 6.3): auto (while a pod of the node declares a container port named grpc*, h2c* or http2*), always, or off; otherwise HTTP/2 connections are judged by their socket's state like any other (env DRAINWATCH_HTTP2_TRACKING)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -95,7 +97,8 @@ func runCmd(args []string) int {
 		NodeName: f.nodeName, Kubeconfig: f.kubeconfig, ListenAddr: f.listen,
 		StateDir: f.stateDir, CgroupRoot: f.cgroupRoot, Log: log, NoEvents: f.noEvents,
 		PinPath: f.pinPath, UnpinOnExit: f.unpinOnExit,
-		Correlate: correlate.Config{ProbeComms: splitList(f.kubeletComms)},
+		Correlate:     correlate.Config{ProbeComms: splitList(f.kubeletComms)},
+		HTTP2Tracking: f.http2Tracking,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("invalid configuration")

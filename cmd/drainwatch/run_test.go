@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"testing"
 )
 
@@ -9,18 +10,25 @@ func TestParseRunFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("NODE_NAME", "node-7")
 	t.Setenv("DRAINWATCH_STATE_DIR", "/var/lib/dw")
 	t.Setenv("DRAINWATCH_LISTEN", "")
+	t.Setenv("DRAINWATCH_HTTP2_TRACKING", "always")
 	f, err := parseRunFlags([]string{"--log-level", "debug"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := runFlags{nodeName: "node-7", stateDir: "/var/lib/dw", listen: "", cgroupRoot: "",
-		logLevel: "debug", logFormat: "json", kubeconfig: f.kubeconfig, pinPath: "/sys/fs/bpf/drainwatch", kubeletComms: "kubelet"}
+		logLevel: "debug", logFormat: "json", kubeconfig: f.kubeconfig, pinPath: "/sys/fs/bpf/drainwatch", kubeletComms: "kubelet",
+		http2Tracking: "always"}
 	if f != want {
 		t.Fatalf("flags = %+v, want %+v", f, want)
 	}
 	f, err = parseRunFlags([]string{"--node-name", "node-8"}, &bytes.Buffer{})
 	if err != nil || f.nodeName != "node-8" {
 		t.Fatalf("--node-name over $NODE_NAME: %+v, %v", f, err)
+	}
+	t.Setenv("DRAINWATCH_HTTP2_TRACKING", "")
+	os.Unsetenv("DRAINWATCH_HTTP2_TRACKING")
+	if f, err = parseRunFlags(nil, &bytes.Buffer{}); err != nil || f.http2Tracking != "auto" {
+		t.Fatalf("--http2-tracking defaults to auto: %+v, %v", f, err)
 	}
 }
 

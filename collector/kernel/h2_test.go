@@ -35,7 +35,7 @@ func TestH2StreamsKilledBySigkill(t *testing.T) {
 	const idle, windowed, reset, held, streams, muxed, bodied = 4, 2, 2, 3, 3, 1, 1
 	bin := buildH2Server(t)
 	l := newLab(t)
-	k := openTestKernel(t, Options{})
+	k := openTestKernel(t, Options{MessageProbes: MessageProbesAlways})
 	srv := l.server.Inode()
 	if err := k.WatchNetns(srv); err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestGrpcStreamsKilledBySigkill(t *testing.T) {
 	const idle, held, streams = 3, 3, 2
 	bin := buildTestdata(t, "grpcprobe")
 	l := newLab(t)
-	k := openTestKernel(t, Options{})
+	k := openTestKernel(t, Options{MessageProbes: MessageProbesAlways})
 	srv := l.server.Inode()
 	if err := k.WatchNetns(srv); err != nil {
 		t.Fatal(err)
@@ -221,12 +221,15 @@ func runGrpcClient(t *testing.T, l *lab, bin string, args ...string) map[uint16]
 // headers split across readv iovecs and across calls, a response ended in
 // a writev, recvmsg, one byte per read(2) through the preface. A system
 // call it does not follow (recvmmsg) makes the connection fall back to the
-// byte rule. Each connection is then closed by the server: exactly the
-// ones with an open stream (kind stream) or an unanswered read after the
-// fallback (kind request) report conn_closed_inflight, cause close.
+// socket rule (bpf/inflight.h): a PING the client sent after the answer
+// then counts as a request, where the stream rule would count nothing.
+// Each connection is then closed by the server: exactly the ones with an
+// open stream (kind stream) or bytes from the client after the server's
+// last ones once lost (kind request) report conn_closed_inflight, cause
+// close. The message probes are attached before the connections are made.
 func TestH2SyscallShapes(t *testing.T) {
 	l := newLab(t)
-	k := openTestKernel(t, Options{})
+	k := openTestKernel(t, Options{MessageProbes: MessageProbesAlways})
 	srv := l.server.Inode()
 	if err := k.WatchNetns(srv); err != nil {
 		t.Fatal(err)
@@ -239,13 +242,13 @@ func TestH2SyscallShapes(t *testing.T) {
 	cases := []struct {
 		name  string
 		sent  []byte
-		serve func(fd int) error
+		serve func(fd int, c *net.TCPConn) error
 		want  collector.InflightKind
 	}{
-		{"readv split headers", append(hello, get...), func(fd int) error {
+		{"readv split headers", append(hello, get...), func(fd int, _ *net.TCPConn) error {
 			return readvExactly(fd, len(hello)+len(get), 5, 7, 64)
 		}, collector.InflightStream},
-		{"writev ends the stream, recvmsg reads a ping", append(append(hello, get...), ping...), func(fd int) error {
+		{"writev ends the stream, recvmsg reads a ping", append(append(hello, get...), ping...), func(fd int, _ *net.TCPConn) error {
 			if err := readvExactly(fd, len(hello)+len(get), 30, 4, 64); err != nil {
 				return err
 			}
@@ -254,16 +257,24 @@ func TestH2SyscallShapes(t *testing.T) {
 			}
 			return recvmsgExactly(fd, len(ping), 3, 64)
 		}, collector.InflightNone},
-		{"a byte per read", append(hello, get...), func(fd int) error {
+		{"a byte per read", append(hello, get...), func(fd int, _ *net.TCPConn) error {
 			return readvExactly(fd, len(hello)+len(get), 1)
 		}, collector.InflightStream},
-		{"recvmmsg falls back to the byte rule", append(append(hello, get...), ping...), func(fd int) error {
+		{"recvmmsg falls back to the socket rule", append(hello, get...), func(fd int, c *net.TCPConn) error {
 			if err := readvExactly(fd, len(hello)+len(get), 64); err != nil {
 				return err
 			}
 			if _, err := unix.Write(fd, end); err != nil {
 				return err
 			}
+			c.SetReadDeadline(time.Now().Add(3 * time.Second))
+			if _, err := io.ReadFull(c, make([]byte, len(end))); err != nil {
+				return err
+			}
+			if _, err := c.Write(ping); err != nil {
+				return err
+			}
+			waitAcked(t, c)
 			return recvmmsgExactly(fd, len(ping))
 		}, collector.InflightRequest},
 	}
@@ -278,7 +289,7 @@ func TestH2SyscallShapes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := tc.serve(fd); err != nil {
+		if err := tc.serve(fd, c); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		unix.Close(fd)
@@ -572,8 +583,8 @@ func (h *h2Client) localPort() uint16 { return uint16(h.c.LocalAddr().(*net.TCPA
 // BenchmarkH2ProbeRuntime reports the kernel's run time of the read and
 // write probes (sock_recv, sock_send) per round trip of 17-byte messages
 // over loopback, between two sockets of one namespace: the accepted end is
-// untracked (namespace not watched), tracked with HTTP/1-like bytes (the
-// byte rule after one preface check) or tracked speaking HTTP/2 (PING in,
+// untracked (namespace not watched), tracked with HTTP/1-like bytes (one
+// preface check, then an early return) or tracked speaking HTTP/2 (PING in,
 // PING ACK out, each frame header parsed). The connecting end is never
 // tracked: each round trip has two tracked and two untracked runs.
 //
@@ -586,7 +597,7 @@ func BenchmarkH2ProbeRuntime(b *testing.B) {
 	}
 	defer stats.Close()
 	ns := newChurnNetns(b)
-	k := openTestKernel(b, Options{})
+	k := openTestKernel(b, Options{MessageProbes: MessageProbesAlways})
 	ping := h2Frame(h2FramePing, 0, 0, make([]byte, 8))
 	pong := h2Frame(h2FramePing, h2FlagAck, 0, make([]byte, 8))
 	modes := []struct {
@@ -617,7 +628,7 @@ func BenchmarkH2ProbeRuntime(b *testing.B) {
 // probeRuntime sums the kernel's run time of the named programs.
 func (k *Kernel) probeRuntime(b *testing.B, names ...string) time.Duration {
 	var sum time.Duration
-	for _, c := range k.colls {
+	for _, c := range append(k.colls, k.msg.coll) {
 		for _, name := range names {
 			if p := c.Programs[name]; p != nil {
 				st, err := p.Stats()
@@ -681,3 +692,123 @@ func roundTrips(hello, in, out []byte, n int) error {
 type fdReader int
 
 func (f fdReader) Read(p []byte) (int, error) { return unix.Read(int(f), p) }
+
+// TestMessageProbesAttachAtRunTime: message probes on demand. An HTTP/2
+// connection opened while they are detached is judged by the socket rule:
+// idle after its answer but for the client's WINDOW_UPDATE, it counts as in
+// flight (kind request or unread, the documented cost of not following
+// HTTP/2). Attached at run time, they follow the connections opened from
+// then on exactly: the same idle shape counts nothing, a held request
+// after a finished one counts as a stream. Then SIGKILL: exactly 2.
+func TestMessageProbesAttachAtRunTime(t *testing.T) {
+	bin := buildH2Server(t)
+	l := newLab(t)
+	k := openTestKernel(t, Options{MessageProbes: MessageProbesOnDemand})
+	requireMessageProbes(t, k, ProbeDetached)
+	srv := l.server.Inode()
+	if err := k.WatchNetns(srv); err != nil {
+		t.Fatal(err)
+	}
+	heldFile := filepath.Join(t.TempDir(), "held")
+	cmd := l.startServer(t, 8080, bin, "-addr", serverIP+":8080", "-held", heldFile)
+	unfollowed := dialH2(t, l)
+	unfollowed.idleAfterWindowUpdate(t)
+	if err := k.SetMessageProbes(true); err != nil {
+		t.Fatal(err)
+	}
+	requireMessageProbes(t, k, ProbeAttached)
+	dialH2(t, l).idleAfterWindowUpdate(t)
+	held := dialH2(t, l)
+	held.holdAfterAnswer(t, heldFile, 1)
+	want := map[uint16]bool{unfollowed.localPort(): false, held.localPort(): true}
+	requireInflightStreams(t, killAndCollect(t, k, cmd, srv), want)
+}
+
+// TestMessageProbesDetachAtRunTime: detaching the message probes hands the
+// connections they followed to the socket rule: an idle one whose client
+// sent a WINDOW_UPDATE last now counts as in flight, and a held stream
+// counts by its bytes (the client's HEADERS came after the server's last
+// frame), kind request or unread. Then SIGKILL: exactly 2.
+func TestMessageProbesDetachAtRunTime(t *testing.T) {
+	bin := buildH2Server(t)
+	l := newLab(t)
+	k := openTestKernel(t, Options{MessageProbes: MessageProbesAlways})
+	requireMessageProbes(t, k, ProbeAttached)
+	srv := l.server.Inode()
+	if err := k.WatchNetns(srv); err != nil {
+		t.Fatal(err)
+	}
+	heldFile := filepath.Join(t.TempDir(), "held")
+	cmd := l.startServer(t, 8080, bin, "-addr", serverIP+":8080", "-held", heldFile)
+	idle := dialH2(t, l)
+	idle.idleAfterWindowUpdate(t)
+	held := dialH2(t, l)
+	held.holdAfterAnswer(t, heldFile, 1)
+	if err := k.SetMessageProbes(false); err != nil {
+		t.Fatal(err)
+	}
+	requireMessageProbes(t, k, ProbeDetached)
+	want := map[uint16]bool{idle.localPort(): false, held.localPort(): false}
+	requireInflightStreams(t, killAndCollect(t, k, cmd, srv), want)
+}
+
+func requireMessageProbes(t *testing.T, k *Kernel, want ProbeState) {
+	t.Helper()
+	n := 0
+	for _, p := range k.Probes() {
+		if p.Name == "sock_recv" || p.Name == "sock_send" {
+			n++
+			if p.State != want || !p.Optional || !p.Attached() {
+				t.Fatalf("probe %+v, want state %s, optional", p, want)
+			}
+		}
+	}
+	if n != 2 || k.MessageProbesAttached() != (want == ProbeAttached) {
+		t.Fatalf("%d message probes, attached %v; want 2 %s", n, k.MessageProbesAttached(), want)
+	}
+}
+
+// requireInflightStreams checks the conn_closed_inflight events: exactly
+// one per connection of want (by client port), cause sigkill, kind stream
+// when want says so, else request or unread (the socket rule).
+func requireInflightStreams(t *testing.T, evs []collector.Event, want map[uint16]bool) {
+	t.Helper()
+	got := map[uint16]int{}
+	for _, ev := range evs {
+		if ev.Type != collector.EventConnClosedInflight {
+			continue
+		}
+		stream, ok := want[ev.Remote.Port()]
+		kindOK := ev.Inflight == collector.InflightStream
+		if !stream {
+			kindOK = ev.Inflight == collector.InflightRequest || ev.Inflight == collector.InflightUnread
+		}
+		if !ok || !kindOK || ev.Cause != collector.CauseSigkill {
+			t.Errorf("unexpected %+v", ev)
+		}
+		got[ev.Remote.Port()]++
+	}
+	if n := countType(evs, collector.EventConnClosedInflight, 0); n != len(want) || len(got) != len(want) {
+		t.Fatalf("%d conn_closed_inflight events (%d connections), want exactly %d", n, len(got), len(want))
+	}
+}
+
+// idleAfterWindowUpdate: one answered request, then a WINDOW_UPDATE the
+// server's kernel acknowledged and the server never answers.
+func (h *h2Client) idleAfterWindowUpdate(t *testing.T) {
+	t.Helper()
+	h.request(t, 1, "/")
+	h.wait(t, h.ended, "the answer to /")
+	h.write(t, h2Frame(h2FrameWindowUpdate, 0, 0, []byte{0, 0, 4, 0}))
+	waitAcked(t, h.c)
+}
+
+// holdAfterAnswer: one answered request, then one the server holds (the
+// nheld-th held request of the server).
+func (h *h2Client) holdAfterAnswer(t *testing.T, heldFile string, nheld int64) {
+	t.Helper()
+	h.request(t, 1, "/")
+	h.wait(t, h.ended, "the answer to /")
+	h.request(t, 3, "/slow")
+	waitFileSize(t, heldFile, nheld)
+}

@@ -39,6 +39,10 @@ type Options struct {
 	// removes the old ones: for a caller with no saved state to continue
 	// (the unread events of the previous run would belong to nobody).
 	NoResume bool
+	// MessageProbes says when the per-message programs that follow
+	// HTTP/2 streams run (default off; see MessageProbes and
+	// SetMessageProbes).
+	MessageProbes MessageProbes
 }
 
 // Kernel is the loaded and attached set of eBPF probes and the reader that
@@ -49,6 +53,9 @@ type Kernel struct {
 	colls  []*ebpf.Collection
 	links  []link.Link
 	probes []ProbeStatus
+	// probesMu guards probes: SetMessageProbes updates them at run time.
+	probesMu sync.Mutex
+	msg      messageProbes
 	// linkPins names each link's pin (parallel to links), when pinning.
 	linkPins []string
 	pins     *pinSet
@@ -173,7 +180,11 @@ func (k *Kernel) Events() <-chan collector.Event {
 func (k *Kernel) Resumed() bool { return k.resumed }
 
 // Probes reports, per probe, whether it is attached and why not.
-func (k *Kernel) Probes() []ProbeStatus { return append([]ProbeStatus(nil), k.probes...) }
+func (k *Kernel) Probes() []ProbeStatus {
+	k.probesMu.Lock()
+	defer k.probesMu.Unlock()
+	return append([]ProbeStatus(nil), k.probes...)
+}
 
 // Close stops the reader (closing the ring buffer unblocks it), waits for it
 // to finish, then detaches every probe and frees the maps. With PinPath the
@@ -213,7 +224,7 @@ func (k *Kernel) Unpin() error {
 }
 
 func (k *Kernel) closeKernelObjects() error {
-	var errs []error
+	errs := []error{k.closeMessageProbes()}
 	for _, l := range k.links {
 		errs = append(errs, l.Close())
 	}

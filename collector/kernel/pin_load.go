@@ -32,6 +32,18 @@ func (k *Kernel) resume(opts Options) error {
 		progs   []probeProg
 	)
 	for _, obj := range probeObjects(opts) {
+		if obj.onDemand {
+			// Pinned while attached, unpinned when detached.
+			l, err := loadPinnedMessageLinks(dir, obj)
+			if err != nil {
+				closeLinks(links)
+				maps.close()
+				return err
+			}
+			k.msg = messageProbes{mode: opts.MessageProbes, obj: obj, watchAll: opts.WatchAll, links: l, pinDir: dir}
+			progs = append(progs, obj.progs...)
+			continue
+		}
 		for _, p := range obj.progs {
 			progs = append(progs, p)
 			l, err := link.LoadPinnedLink(filepath.Join(dir, linkPinName(p)), nil)
@@ -53,9 +65,13 @@ func (k *Kernel) resume(opts Options) error {
 	}
 	k.maps, k.links, k.resumed = maps, links, true
 	for _, p := range progs {
-		k.report(p, missing[p.name])
+		if p.prog == k.msg.obj.progs[0].prog {
+			k.reportMessageProbes()
+		} else if !k.msg.has(p) {
+			k.report(p, missing[p.name])
+		}
 	}
-	return nil
+	return k.resumeMessageProbes()
 }
 
 func closeLinks(ls []link.Link) {
@@ -80,6 +96,9 @@ func (k *Kernel) pinFresh() error {
 		os.RemoveAll(staging)
 		return err
 	}
+	k.msg.mu.Lock()
+	k.msg.pinDir = k.pins.dir()
+	k.msg.mu.Unlock()
 	removed, err := k.pins.removeOthers()
 	if err != nil {
 		k.log.Warn().Err(err).Msg("removing replaced BPF pins: run drainwatch cleanup once no drainwatch runs")
@@ -104,6 +123,12 @@ func (k *Kernel) pinInto(dir string) error {
 	for i, l := range k.links {
 		if err := l.Pin(filepath.Join(dir, k.linkPins[i])); err != nil {
 			return fmt.Errorf("pinning BPF link %s: %w", k.linkPins[i], err)
+		}
+	}
+	for i, l := range k.msg.links {
+		name := linkPinName(k.msg.obj.progs[i])
+		if err := l.Pin(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("pinning BPF link %s: %w", name, err)
 		}
 	}
 	return nil

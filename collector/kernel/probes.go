@@ -27,16 +27,22 @@ type ProbeStatus struct {
 	Hook   string
 	State  ProbeState
 	Detail string
+	// Optional: no count depends on this probe alone, so its absence
+	// makes no termination partial (the message probes: without them
+	// HTTP/2 connections are judged by the socket rule).
+	Optional bool
 }
 
 // Attached reports whether the probe feeds events (directly or through its
-// fallback).
+// fallback) or is detached on purpose (ProbeDetached, ready to attach).
 func (p ProbeStatus) Attached() bool { return p.State != ProbeUnavailable }
 
 // probeObject is one BPF object (one concern) and the programs to attach.
 type probeObject struct {
 	load  func() (*ebpf.CollectionSpec, error)
 	progs []probeProg
+	// onDemand: attached and detached at run time (messageprobes.go).
+	onDemand bool
 }
 
 type probeProg struct {
@@ -46,18 +52,18 @@ type probeProg struct {
 
 func probeObjects(opts Options) []probeObject {
 	return []probeObject{
-		{loadSockState, []probeProg{{name: "sock_state", prog: "sock_state", hook: "tp_btf/inet_sock_set_state"}}},
-		// The read and write hooks also follow HTTP/2 cleartext framing
-		// (bpf/h2.h) from the system call's user buffer: no further
-		// hook, so a kernel with these two gets it whole. A connection
-		// the parser cannot follow keeps the byte rule (bpf/inflight.h).
-		{loadInflight, []probeProg{
+		{load: loadSockState, progs: []probeProg{{name: "sock_state", prog: "sock_state", hook: "tp_btf/inet_sock_set_state"}}},
+		// The read and write hooks follow HTTP/2 cleartext framing
+		// (bpf/h2.h) from the system call's user buffer, on demand
+		// (MessageProbes). Every other connection is judged from its
+		// socket's state at teardown (bpf/inflight.h).
+		{load: loadInflight, onDemand: true, progs: []probeProg{
 			{name: "sock_recv", prog: "sock_recv", hook: "tp_btf/sock_recv_length"},
 			{name: "sock_send", prog: "sock_send", hook: "tp_btf/sock_send_length"},
 		}},
-		{loadRefused, []probeProg{refusedSource(opts.RefusedFallback)}},
-		{loadSignal, []probeProg{{name: "signal", prog: "signal_generate", hook: "tp_btf/signal_generate"}}},
-		{loadExit, []probeProg{exitSource()}},
+		{load: loadRefused, progs: []probeProg{refusedSource(opts.RefusedFallback)}},
+		{load: loadSignal, progs: []probeProg{{name: "signal", prog: "signal_generate", hook: "tp_btf/signal_generate"}}},
+		{load: loadExit, progs: []probeProg{exitSource()}},
 	}
 }
 
@@ -124,12 +130,16 @@ func tracepointArgs(name string) (int, error) {
 func (k *Kernel) attachAll(opts Options) error {
 	var firstErr error
 	for _, obj := range probeObjects(opts) {
-		if err := k.attachObject(obj, opts.WatchAll); err != nil && firstErr == nil {
+		attach := k.attachObject
+		if obj.onDemand {
+			attach = func(obj probeObject, _ bool) error { return k.openMessageProbes(obj, opts) }
+		}
+		if err := attach(obj, opts.WatchAll); err != nil && firstErr == nil {
 			firstErr = err
 		}
 	}
 	for _, p := range k.probes {
-		if p.Attached() {
+		if p.State == ProbeAttached || p.State == ProbeFallback {
 			return nil
 		}
 	}

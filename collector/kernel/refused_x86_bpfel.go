@@ -21,10 +21,9 @@ type refusedAddrKey struct {
 type refusedConn struct {
 	_          structs.HostLayout
 	Cookie     uint64
-	Unanswered uint8
 	Proto      uint8
 	PrefaceGot uint8
-	Pad        uint8
+	Pad        [2]uint8
 	MaxSid     uint32
 	Rx         struct {
 		_    structs.HostLayout

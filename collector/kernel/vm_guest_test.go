@@ -60,6 +60,7 @@ func TestVMGuest(t *testing.T) {
 	if refused != 5 || accepted != 3 || countExits(evs, child) != 1 {
 		t.Errorf("refused %d, accepted %d, child exits %d; want 5, 3, 1", refused, accepted, countExits(evs, child))
 	}
+	guestInflight(t, k)
 }
 
 // bootGuest mounts what init needs, brings loopback up and re-executes the

@@ -147,6 +147,9 @@ func ConvertPod(pod *corev1.Pod, w collector.Workload) collector.Pod {
 		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 			p.HasPreStop = true
 		}
+		for _, port := range c.Ports {
+			p.HTTP2 = p.HTTP2 || collector.HTTP2PortName(port.Name)
+		}
 		p.Containers = append(p.Containers, convertContainer(c, pod.Status.ContainerStatuses))
 	}
 	return p

@@ -3,6 +3,8 @@ package kube
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // shrinkPodObject is the pod informer's transform: it keeps what attribution,
@@ -49,10 +51,17 @@ func ShrinkPod(pod *corev1.Pod) *corev1.Pod {
 	return out
 }
 
-// shrinkContainer keeps a container's name and the lifecycle fields that
-// shape its termination (whether a preStop exists, the stop signal).
+// shrinkContainer keeps a container's name, the lifecycle fields that
+// shape its termination (whether a preStop exists, the stop signal) and
+// one port named for HTTP/2, if any (collector.HTTP2PortName).
 func shrinkContainer(c corev1.Container) corev1.Container {
 	out := corev1.Container{Name: c.Name}
+	for _, p := range c.Ports {
+		if collector.HTTP2PortName(p.Name) {
+			out.Ports = []corev1.ContainerPort{{Name: p.Name}} // one says it all
+			break
+		}
+	}
 	if l := c.Lifecycle; l != nil && (l.PreStop != nil || l.StopSignal != nil) {
 		out.Lifecycle = &corev1.Lifecycle{StopSignal: l.StopSignal}
 		if l.PreStop != nil {

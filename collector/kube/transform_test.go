@@ -34,7 +34,8 @@ func fullPod() *corev1.Pod {
 				{Name: "app", Image: "web:1", Env: []corev1.EnvVar{{Name: "A", Value: "b"}},
 					Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
 						Exec: &corev1.ExecAction{Command: []string{"sleep", "5"}}}}},
-				{Name: "sidecar", Image: "proxy:2", Lifecycle: &corev1.Lifecycle{StopSignal: &sigusr1}},
+				{Name: "sidecar", Image: "proxy:2", Lifecycle: &corev1.Lifecycle{StopSignal: &sigusr1},
+					Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}, {Name: "grpc-api", ContainerPort: 8443}}},
 			},
 		},
 		Status: corev1.PodStatus{
@@ -74,7 +75,7 @@ func TestConvertPodAfterShrink(t *testing.T) {
 	want := collector.Pod{
 		UID: testUID, Namespace: "shop", Name: "web-7d9f-abcde", Node: "node-a",
 		IP: netip.MustParseAddr("10.244.1.7"), Workload: w, GracePeriod: 30 * time.Second,
-		HasPreStop: true, Ready: true,
+		HasPreStop: true, Ready: true, HTTP2: true,
 		DeletionTimestamp:   time.Date(2026, 11, 29, 12, 0, 30, 0, time.UTC),
 		DeletionGracePeriod: 30 * time.Second,
 		Containers: []collector.Container{

@@ -87,6 +87,10 @@ func perReq(d time.Duration, n uint64) float64 {
 // against no drainwatch (median [min–max] over rounds), the medians of
 // requests/s and of CPU per request or connection in µs.
 func (r Report) Print(w io.Writer, rounds int) {
+	if len(r.Samples) == 0 {
+		r.printRSS(w)
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "load\tmode\tthroughput ratio (median [min-max], %d rounds)\treq/s\tnginx µs/req (ratio)\twrk µs/req\tdaemon µs/conn\tdaemon µs/req\terrors\n", rounds)
 	for _, x := range rows(r.Samples) {
@@ -95,6 +99,10 @@ func (r Report) Print(w io.Writer, rounds int) {
 			x.clientPerReq, x.daemonPerConn, x.daemonPerReq, x.errors)
 	}
 	tw.Flush()
+	r.printRSS(w)
+}
+
+func (r Report) printRSS(w io.Writer) {
 	for _, m := range r.RSS {
 		fmt.Fprintf(w, "RSS with %d pods on the node: VmRSS %.1f MiB, VmHWM %.1f MiB\n", m.Pods, float64(m.RSS)/1024, float64(m.HWM)/1024)
 	}

@@ -43,7 +43,7 @@ func runWrk(ctx context.Context, fabric *netlab.NS, url string, l Load) (wrkResu
 	ctx, cancel := context.WithTimeout(ctx, l.Duration+30*time.Second)
 	defer cancel()
 	args := []string{"-t", strconv.Itoa(l.Threads), "-c", strconv.Itoa(l.Connections),
-		"-d", fmt.Sprintf("%dms", l.Duration.Milliseconds()), "--timeout", "2s"}
+		"-d", fmt.Sprintf("%ds", max(1, int(l.Duration.Seconds()))), "--timeout", "2s"} // wrk takes whole units
 	if l.Close {
 		args = append(args, "-H", "Connection: close")
 	}

@@ -2,9 +2,9 @@ package bench
 
 import (
 	"bytes"
-	"os/exec"
 	"context"
 	"fmt"
+	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"

@@ -51,6 +51,8 @@ type Daemon struct {
 	beat atomic.Int64
 	// relist reconciles the previous run's pods with the first pod list.
 	relist relist
+	// startReleased: the executable's start-up pages were released.
+	startReleased bool
 }
 
 // New checks the configuration; Run starts everything.
@@ -89,6 +91,7 @@ func (d *Daemon) KubeStats() kube.Stats {
 
 // Run runs the daemon until ctx is done, then checkpoints and returns.
 func (d *Daemon) Run(ctx context.Context) (err error) {
+	tuneMemory(d.log)
 	if d.store, err = OpenStore(d.cfg.StateDir); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ K8SSD            := $(CACHE)/k8ssd-$(PROM_SD_VERSION)/k8ssd
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 
 .PHONY: help deps mounts generate vmlinux check-generate build controlplane \
-        vmkernel helm opconfig check-tidy test test-unit vet lab clean image
+        vmkernel helm opconfig check-tidy test test-unit vet lab clean image bench
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
@@ -90,3 +90,10 @@ lab: deps mounts controlplane build ## The seeds' experiment and a rolling updat
 
 clean:
 	rm -rf $(BIN)
+
+BENCH_FLAGS ?=
+
+bench: mounts controlplane ## What drainwatch costs (not part of test; root, ~10 min): Go benchmarks, the reader's ceiling, nginx+wrk overhead, RSS.
+	$(GO) test -run '^$$' -bench . -skip ReaderCeiling -benchmem -count 1 ./collector/kernel/ ./correlate/ ./exporter/
+	$(GO) test -run '^$$' -bench ReaderCeiling -benchtime 1x -count 1 -v ./collector/kernel/
+	$(GO) run ./testenv/cmd/bench $(BENCH_FLAGS)

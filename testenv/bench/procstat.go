@@ -35,11 +35,16 @@ func processCPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * clockTick, nil
 }
 
-// processMemory returns VmRSS and VmHWM of pid in KiB.
-func processMemory(pid int) (rss, hwm int, err error) {
+// memory is a process's resident memory in KiB, from /proc/<pid>/status.
+type memory struct {
+	RSS, HWM, Anon, File int
+}
+
+// processMemory reads pid's VmRSS, VmHWM, RssAnon and RssFile.
+func processMemory(pid int) (m memory, err error) {
 	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
-		return 0, 0, fmt.Errorf("reading the daemon's memory: %w", err)
+		return m, fmt.Errorf("reading the daemon's memory: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -48,14 +53,19 @@ func processMemory(pid int) (rss, hwm int, err error) {
 		if len(fields) < 2 {
 			continue
 		}
+		n, _ := strconv.Atoi(fields[1])
 		switch fields[0] {
 		case "VmRSS:":
-			rss, _ = strconv.Atoi(fields[1])
+			m.RSS = n
 		case "VmHWM:":
-			hwm, _ = strconv.Atoi(fields[1])
+			m.HWM = n
+		case "RssAnon:":
+			m.Anon = n
+		case "RssFile:":
+			m.File = n
 		}
 	}
-	return rss, hwm, sc.Err()
+	return m, sc.Err()
 }
 
 // cgroupCPU is usage_usec of a cgroup v2 directory's cpu.stat, which the

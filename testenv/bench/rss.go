@@ -8,11 +8,18 @@ import (
 	"github.com/drainwatch/drainwatch/testenv/cluster"
 )
 
-// RSS is the daemon's resident memory with Pods running on its node.
+// RSS is the daemon's resident memory with Pods running on its node, in
+// KiB: Anon is its own memory (Go heap, stacks), File the mapped pages of
+// its executable, libraries and BPF maps (the ring buffer is mapped twice).
 type RSS struct {
-	Pods     int
-	RSS, HWM int // KiB
+	Pods  int
+	After time.Duration // since the pods run
+	memory
 }
+
+// rssAfter are the times after the pods run at which RSS is read: once
+// the daemon has scanned and bound them, and once settled.
+var rssAfter = []time.Duration{10 * time.Second, 60 * time.Second}
 
 // rss runs a fresh daemon for node 2 and scales a Deployment of sleepers
 // bound to that node through cfg.Pods, reading VmRSS and VmHWM once the
@@ -33,13 +40,16 @@ func (b *bench) rss(ctx context.Context) ([]RSS, error) {
 		if err := b.sleepers(ctx, nodeName, n); err != nil {
 			return out, err
 		}
-		time.Sleep(10 * time.Second) // scans, binds, a few checkpoints
-		rss, hwm, err := processMemory(d.pid())
-		if err != nil {
-			return out, err
+		b.progress("%d pods running after %v", n, time.Since(start).Round(time.Second))
+		running := time.Now()
+		for _, after := range rssAfter {
+			time.Sleep(time.Until(running.Add(after)))
+			m, err := processMemory(d.pid())
+			if err != nil {
+				return out, err
+			}
+			out = append(out, RSS{Pods: n, After: after, memory: m})
 		}
-		out = append(out, RSS{Pods: n, RSS: rss, HWM: hwm})
-		b.progress("%d pods running after %v: VmRSS %d MiB, VmHWM %d MiB", n, time.Since(start).Round(time.Second), rss>>10, hwm>>10)
 	}
 	return out, nil
 }

@@ -103,7 +103,9 @@ func (r Report) Print(w io.Writer, rounds int) {
 }
 
 func (r Report) printRSS(w io.Writer) {
+	mib := func(kib int) float64 { return float64(kib) / 1024 }
 	for _, m := range r.RSS {
-		fmt.Fprintf(w, "RSS with %d pods on the node: VmRSS %.1f MiB, VmHWM %.1f MiB\n", m.Pods, float64(m.RSS)/1024, float64(m.HWM)/1024)
+		fmt.Fprintf(w, "RSS with %d pods on the node, %v after they run: VmRSS %.1f MiB (anon %.1f, file %.1f), VmHWM %.1f MiB\n",
+			m.Pods, m.After, mib(m.RSS), mib(m.Anon), mib(m.File), mib(m.HWM))
 	}
 }

@@ -51,8 +51,6 @@ type Daemon struct {
 	beat atomic.Int64
 	// relist reconciles the previous run's pods with the first pod list.
 	relist relist
-	// startReleased: the executable's start-up pages were released.
-	startReleased bool
 }
 
 // New checks the configuration; Run starts everything.

@@ -91,7 +91,6 @@ func (d *Daemon) tick(now time.Time) {
 	d.metrics.Expire(exporter.PendingWorkloads(live))
 	d.counters.lastTick = now
 	d.beat.Store(now.UnixNano())
-	d.releaseAfterStart()
 }
 
 // finished logs, counts and keeps one complete termination.

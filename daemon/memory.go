@@ -99,21 +99,3 @@ func ownCgroup(file string) (string, error) {
 	}
 	return "", fmt.Errorf("%s has no cgroup v2 line", file)
 }
-
-// releaseAfterStart releases the start-up pages once, at the first tick
-// after the node's pods are listed (start-up's one-off work is over).
-func (d *Daemon) releaseAfterStart() {
-	if d.startReleased {
-		return
-	}
-	if k := d.kube.Load(); k == nil || !k.Synced() {
-		return
-	}
-	d.startReleased = true
-	n, err := releaseStartupPages("/proc")
-	if err != nil {
-		d.log.Warn().Err(err).Msg("releasing start-up pages of the executable: RSS stays higher, nothing else changes")
-		return
-	}
-	d.log.Debug().Uint64("mapped_bytes", n).Msg("released the executable's start-up pages")
-}

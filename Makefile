@@ -27,7 +27,7 @@ K8SSD            := $(CACHE)/k8ssd-$(PROM_SD_VERSION)/k8ssd
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 
 .PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane \
-        vmkernel helm opconfig check-tidy test test-unit vet lab clean image
+        vmkernel helm opconfig check-tidy test test-unit vet lab clean image bench
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
@@ -98,3 +98,16 @@ lab: deps mounts controlplane build ## The seeds' experiment and a rolling updat
 
 clean:
 	rm -rf $(BIN)
+
+BENCH_FLAGS ?=
+# The Go benchmarks make bench runs: the per-event micro benchmarks (timed),
+# then the kernel's own accounting of the probes and the reader's ceiling
+# (one run each). BenchmarkLoopbackChurnRatio (~2 min) is left out: the
+# nginx+wrk run measures the same thing as deployed.
+BENCH_MICRO := Decode|ReaderSteadyState|Kernel$$|Snapshot|CountKernelEvent
+BENCH_ONCE  := ProbeRuntime|ReaderCeiling
+
+bench: mounts controlplane ## What drainwatch costs (not part of test; root, ~10 min): Go benchmarks, the reader's ceiling, nginx+wrk overhead, RSS.
+	$(GO) test -run '^$$' -bench '$(BENCH_MICRO)' -benchmem -count 1 ./collector/kernel/ ./correlate/ ./exporter/
+	$(GO) test -run '^$$' -bench '$(BENCH_ONCE)' -benchtime 1x -count 1 -v ./collector/kernel/
+	$(GO) run ./testenv/cmd/bench $(BENCH_FLAGS)

@@ -90,6 +90,7 @@ func (d *Daemon) KubeStats() kube.Stats {
 
 // Run runs the daemon until ctx is done, then checkpoints and returns.
 func (d *Daemon) Run(ctx context.Context) (err error) {
+	tuneMemory(d.log)
 	if d.store, err = OpenStore(d.cfg.StateDir); err != nil {
 		return err
 	}

@@ -1,0 +1,75 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/drainwatch/drainwatch/testenv/cluster"
+)
+
+// RSS is the daemon's resident memory with Pods running on its node, in
+// KiB: Anon is its own memory (Go heap, stacks), File the mapped pages of
+// its executable, libraries and BPF maps (the ring buffer is mapped twice).
+type RSS struct {
+	Pods  int
+	After time.Duration // since the pods run
+	memory
+}
+
+// rssAfter are the times after the pods run at which RSS is read: once
+// the daemon has scanned and bound them, and once settled.
+var rssAfter = []time.Duration{10 * time.Second, 60 * time.Second}
+
+// rss runs a fresh daemon for node 2 and scales a Deployment of sleepers
+// bound to that node through cfg.Pods, reading VmRSS and VmHWM once the
+// daemon has had time to scan and watch them (as TestRSSWith110Pods).
+func (b *bench) rss(ctx context.Context) ([]RSS, error) {
+	if len(b.cfg.Pods) == 0 {
+		return nil, nil
+	}
+	nodeName := b.c.NodeNames[1]
+	d, err := b.startDaemon(ctx, nodeName)
+	if err != nil {
+		return nil, err
+	}
+	defer d.stop()
+	var out []RSS
+	for _, n := range b.cfg.Pods {
+		start := time.Now()
+		if err := b.sleepers(ctx, nodeName, n); err != nil {
+			return out, err
+		}
+		b.progress("%d pods running after %v", n, time.Since(start).Round(time.Second))
+		running := time.Now()
+		for _, after := range rssAfter {
+			time.Sleep(time.Until(running.Add(after)))
+			m, err := processMemory(d.pid())
+			if err != nil {
+				return out, err
+			}
+			out = append(out, RSS{Pods: n, After: after, memory: m})
+		}
+	}
+	return out, nil
+}
+
+// sleepers applies a Deployment of n sleeping pods bound to nodeName (no
+// scheduler: the node's 110-pod capacity does not stop 250) and waits
+// until they run.
+func (b *bench) sleepers(ctx context.Context, nodeName string, n int) error {
+	const ns = "bench-rss"
+	dep := cluster.ServerDeployment(ns, "sleepers", "naive", int32(n))
+	dep.Spec.Template.Spec.NodeName = nodeName
+	ctr := &dep.Spec.Template.Spec.Containers[0]
+	ctr.Image, ctr.Args, ctr.ReadinessProbe = "local:/bin/sleep", []string{"infinity"}, nil
+	if err := b.c.Apply(ctx, cluster.Namespace(ns), dep, cluster.ServiceFor(ns, "sleepers")); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if _, err := b.c.WaitRolledOut(ctx, ns, "sleepers"); err != nil {
+		return fmt.Errorf("%d sleepers on %s: %w", n, nodeName, err)
+	}
+	return nil
+}

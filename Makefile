@@ -107,7 +107,7 @@ BENCH_FLAGS ?=
 BENCH_MICRO := Decode|ReaderSteadyState|Kernel$$|Snapshot|CountKernelEvent
 BENCH_ONCE  := ProbeRuntime|ReaderCeiling
 
-bench: mounts controlplane ## What drainwatch costs (not part of test; root, ~10 min): Go benchmarks, the reader's ceiling, nginx+wrk overhead, RSS.
+bench: deps mounts controlplane ## What drainwatch costs (not part of test; root, ~10 min): Go benchmarks, the reader's ceiling, nginx+wrk overhead, RSS.
 	$(GO) test -run '^$$' -bench '$(BENCH_MICRO)' -benchmem -count 1 ./collector/kernel/ ./correlate/ ./exporter/
 	$(GO) test -run '^$$' -bench '$(BENCH_ONCE)' -benchtime 1x -count 1 -v ./collector/kernel/
 	$(GO) run ./testenv/cmd/bench $(BENCH_FLAGS)

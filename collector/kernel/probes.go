@@ -55,7 +55,7 @@ func probeObjects(opts Options) []probeObject {
 			{name: "sock_recv", prog: "sock_recv", hook: "tp_btf/sock_recv_length"},
 			{name: "sock_send", prog: "sock_send", hook: "tp_btf/sock_send_length"},
 		}},
-		{loadRefused, []probeProg{refusedSource(opts.RefusedFallback)}},
+		{loadRefused, []probeProg{refusedSource(opts)}},
 		{loadSignal, []probeProg{{name: "signal", prog: "signal_generate", hook: "tp_btf/signal_generate"}}},
 		{loadExit, []probeProg{exitSource()}},
 	}
@@ -63,16 +63,26 @@ func probeObjects(opts Options) []probeObject {
 
 // refusedSource picks exactly one source of refused connections, so no
 // packet is ever counted twice: tcp_send_reset when its reason argument
-// exists (Linux >= 6.10), else kfree_skb with drop reason NO_SOCKET.
-func refusedSource(forceFallback bool) probeProg {
+// exists (Linux >= 6.10), else kfree_skb with drop reason NO_SOCKET (Linux
+// >= 5.17), else kfree_skb called from tcp_v4_rcv/tcp_v6_rcv on a bare SYN.
+func refusedSource(opts Options) probeProg {
+	byLocation := probeProg{name: "refused", prog: "kfree_skb_rcv_syn", hook: "tp_btf/kfree_skb",
+		fallback: "no skb drop reasons (Linux < 5.17): a SYN freed by tcp_v4_rcv/tcp_v6_rcv counts as refused; other RSTs are not reported"}
+	if opts.RefusedByLocation {
+		byLocation.fallback = "forced by option"
+		return byLocation
+	}
 	p := probeProg{name: "refused", prog: "tcp_send_reset", hook: "tp_btf/tcp_send_reset"}
 	why := "forced by option"
-	if !forceFallback {
+	if !opts.RefusedFallback {
 		n, err := tracepointArgs("tcp_send_reset")
 		if n >= 3 {
 			return p
 		}
 		why = fallbackWhy("tcp_send_reset has no reason argument (Linux < 6.10); other RSTs are not reported", err)
+		if n, err := tracepointArgs("kfree_skb"); err == nil && n < 3 {
+			return byLocation
+		}
 	}
 	return probeProg{name: "refused", prog: "kfree_skb_no_socket", hook: "tp_btf/kfree_skb", fallback: why}
 }
@@ -178,6 +188,9 @@ func loadObject(obj probeObject, watchAll bool, maps sharedMaps) (*ebpf.Collecti
 	}
 	if err := spec.Variables["watch_all"].Set(watchAll); err != nil {
 		return nil, fmt.Errorf("setting watch_all: %w", err)
+	}
+	if err := setCompat(spec); err != nil {
+		return nil, err
 	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: maps.byName})
 	if err != nil {

@@ -66,7 +66,7 @@ func probeObjects(opts Options) []probeObject {
 // exists (Linux >= 6.10), else kfree_skb with drop reason NO_SOCKET (Linux
 // >= 5.17), else kfree_skb called from tcp_v4_rcv/tcp_v6_rcv on a bare SYN.
 func refusedSource(opts Options) probeProg {
-	byLocation := probeProg{name: "refused", prog: "kfree_skb_rcv_syn", hook: "tp_btf/kfree_skb",
+	byLocation := probeProg{name: "refused", prog: "kfree_skb_rcv_syn", hook: "tp_btf/kfree_skb:tcp_v4_rcv",
 		fallback: "no skb drop reasons (Linux < 5.17): a SYN freed by tcp_v4_rcv/tcp_v6_rcv counts as refused; other RSTs are not reported"}
 	if opts.RefusedByLocation {
 		byLocation.fallback = "forced by option"

@@ -27,11 +27,28 @@ type ProbeStatus struct {
 	Hook   string
 	State  ProbeState
 	Detail string
+	// Loses names what a fallback does not report (e.g. "resets"), empty
+	// when it reports everything: its terminations are partial.
+	Loses string
 }
 
 // Attached reports whether the probe feeds events (directly or through its
 // fallback).
 func (p ProbeStatus) Attached() bool { return p.State != ProbeUnavailable }
+
+// PartialReason is the partial reason every termination gets while this
+// probe is missing or runs on a fallback that loses events, naming the
+// probe (probe_unavailable:sock_recv, probe_fallback:refused); empty when
+// the probe reports everything.
+func (p ProbeStatus) PartialReason() string {
+	switch {
+	case p.State == ProbeUnavailable:
+		return "probe_unavailable:" + p.Name
+	case p.State == ProbeFallback && p.Loses != "":
+		return "probe_fallback:" + p.Name
+	}
+	return ""
+}
 
 // probeObject is one BPF object (one concern) and the programs to attach.
 type probeObject struct {
@@ -42,6 +59,7 @@ type probeObject struct {
 type probeProg struct {
 	name, prog, hook string
 	fallback         string // non-empty: this program is a fallback, and why
+	loses            string // what the fallback does not report
 }
 
 func probeObjects(opts Options) []probeObject {
@@ -67,7 +85,8 @@ func probeObjects(opts Options) []probeObject {
 // >= 5.17), else kfree_skb called from tcp_v4_rcv/tcp_v6_rcv on a bare SYN.
 func refusedSource(opts Options) probeProg {
 	byLocation := probeProg{name: "refused", prog: "kfree_skb_rcv_syn", hook: "tp_btf/kfree_skb:tcp_v4_rcv",
-		fallback: "no skb drop reasons (Linux < 5.17): a SYN freed by tcp_v4_rcv/tcp_v6_rcv counts as refused; other RSTs are not reported"}
+		fallback: "no skb drop reasons (Linux < 5.17): a SYN freed by tcp_v4_rcv/tcp_v6_rcv counts as refused; other RSTs are not reported",
+		loses:    "resets"}
 	if opts.RefusedByLocation {
 		byLocation.fallback = "forced by option"
 		return byLocation
@@ -84,7 +103,7 @@ func refusedSource(opts Options) probeProg {
 			return byLocation
 		}
 	}
-	return probeProg{name: "refused", prog: "kfree_skb_no_socket", hook: "tp_btf/kfree_skb", fallback: why}
+	return probeProg{name: "refused", prog: "kfree_skb_no_socket", hook: "tp_btf/kfree_skb", fallback: why, loses: "resets"}
 }
 
 // exitSource prefers sched_process_exit's group_dead argument, which says
@@ -200,7 +219,7 @@ func loadObject(obj probeObject, watchAll bool, maps sharedMaps) (*ebpf.Collecti
 }
 
 func (k *Kernel) report(p probeProg, err error) {
-	st := ProbeStatus{Name: p.name, Hook: p.hook, State: ProbeAttached}
+	st := ProbeStatus{Name: p.name, Hook: p.hook, State: ProbeAttached, Loses: p.loses}
 	ev := k.log.Info()
 	switch {
 	case err != nil:

@@ -54,11 +54,15 @@ func runMatrixSuite(t *testing.T) {
 	for _, p := range probes {
 		fmt.Printf("VMGUEST probe %s %s %s %s\n", p.Name, p.Hook, p.State, p.Detail)
 	}
+	start := time.Now()
 	w := newWorkload(t)
+	traffic := time.Since(start)
 	evs := collect(k, 30*time.Second, func(evs []collector.Event) bool {
 		return countExits(evs, w.sleeper) > 0 && countExits(evs, w.holder) > 0
 	})
 	evs = append(evs, drain(k, time.Second)...)
+	fmt.Printf("VMGUEST traffic %.1fs, events %.1fs, holder exits %d\n",
+		traffic.Seconds(), (time.Since(start) - traffic).Seconds(), countExits(evs, w.holder))
 	checkMatrix(t, probes, w.features(evs))
 }
 

@@ -63,7 +63,7 @@ func guestBinary(t *testing.T, built map[string]string, arch string) string {
 	build := exec.Command("go", "test", "-c", "-tags", "vmguest", "-o", bin, ".")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOARCH="+arch)
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the guest for %s: %v\n%s", arch, err, out)
+		t.Fatalf("building the guest for %s (arm64 needs the arm64 BPF objects: bpf2go -target arm64): %v\n%s", arch, err, out)
 	}
 	built[arch] = bin
 	return bin

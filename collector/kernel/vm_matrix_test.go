@@ -84,8 +84,6 @@ func probeNamed(probes []ProbeStatus, name string) (ProbeStatus, bool) {
 
 func probeTable(probes []ProbeStatus) string {
 	var b strings.Builder
-	for _, p := range probes {
-		fmt.Fprintf(&b, "  %-11s %-12s %-34s %s\n", p.Name, p.State, p.Hook, p.Detail)
-	}
+	WriteProbeTable(&b, probes)
 	return b.String()
 }

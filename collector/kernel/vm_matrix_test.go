@@ -15,6 +15,9 @@ type matrixFeature struct {
 	name   string
 	want   int
 	probes []string
+	// weaker: probes whose absence leaves a weaker rule (fallback), not
+	// nothing: in flight from unread bytes at teardown without recv/send.
+	weaker []string
 	// optional: the feature may be unavailable on a kernel without failing
 	// the suite (the README says where); a count it does report must still
 	// be exact.
@@ -28,8 +31,8 @@ var matrixFeatures = []matrixFeature{
 	{name: "reset", want: nReset, probes: []string{"refused"}, optional: true},
 	{name: "signal", want: 1, probes: []string{"signal"}},
 	{name: "exit", want: 1, probes: []string{"exit"}},
-	{name: "inflight_sigkill", want: nHeld, probes: []string{"sock_state", "sock_recv", "sock_send"}},
-	{name: "idle_keepalive", want: 0, probes: []string{"sock_state", "sock_recv", "sock_send"}},
+	{name: "inflight_sigkill", want: nHeld, probes: []string{"sock_state"}, weaker: []string{"sock_recv", "sock_send"}},
+	{name: "idle_keepalive", want: 0, probes: []string{"sock_state"}, weaker: []string{"sock_recv", "sock_send"}},
 }
 
 // checkMatrix prints one MATRIX line per feature and fails on every count
@@ -52,8 +55,8 @@ func checkMatrix(t *testing.T, probes []ProbeStatus, got map[string]int) {
 }
 
 // featureState is the worst state of the probes a feature needs: exact
-// when all are attached, fallback when one runs on its fallback,
-// unavailable when one is missing. Resets come only from tcp_send_reset
+// when all are attached, fallback when one runs on its fallback (or a
+// weaker probe is not attached), unavailable when one is missing. Resets come only from tcp_send_reset
 // with its reason: the refused fallbacks do not report them.
 func featureState(f matrixFeature, probes []ProbeStatus) string {
 	state := "exact"
@@ -67,6 +70,11 @@ func featureState(f matrixFeature, probes []ProbeStatus) string {
 		case f.name == "refused" && p.Hook == "tp_btf/kfree_skb":
 			// drop reason NO_SOCKET: exact for refused connections
 		case p.State == ProbeFallback:
+			state = "fallback"
+		}
+	}
+	for _, name := range f.weaker {
+		if p, ok := probeNamed(probes, name); !ok || p.State != ProbeAttached {
 			state = "fallback"
 		}
 	}

@@ -13,6 +13,7 @@ LDFLAGS     := -X github.com/drainwatch/drainwatch/exporter.Version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
 VM_KERNELS  := $(CACHE)/vmkernel
+ARM64_KERNEL_DIR := $(CACHE)/vmkernel/arm64
 
 # Test tools built once from Go modules of their own (testenv/helmbuild,
 # testenv/opconfig); testenv/gotools finds them at these paths.
@@ -25,7 +26,7 @@ K8SSD            := $(CACHE)/k8ssd-$(PROM_SD_VERSION)/k8ssd
 
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 
-.PHONY: help deps mounts generate vmlinux check-generate build controlplane \
+.PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane \
         vmkernel helm opconfig check-tidy test test-unit vet lab clean image
 
 help: ## Show this help.
@@ -40,6 +41,9 @@ mounts: ## Mount tracefs and bpffs if they are not mounted.
 vmlinux: ## Regenerate bpf/vmlinux/vmlinux_amd64.h from this machine's BTF (rarely needed).
 	bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux/vmlinux_amd64.h
 
+vmlinux-arm64: ## Regenerate bpf/vmlinux/vmlinux_arm64.h from Debian's arm64 cloud kernel's BTF (rarely needed).
+	@GO=$(GO) bash testenv/scripts/vmlinux-arm64.sh $(ARM64_KERNEL_DIR) bpf/vmlinux/vmlinux_arm64.h
+
 generate: ## Regenerate the eBPF objects and Go bindings with Debian's clang (committed output).
 	$(GO) generate ./collector/... ./deploy/...
 
@@ -49,6 +53,10 @@ check-generate: generate ## Fail when regenerating changes committed output.
 
 build: ## Build bin/drainwatch.
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/drainwatch ./cmd/drainwatch
+
+cross: ## Build drainwatch and compile the kernel collector's tests for arm64 (its eBPF objects and loaders link).
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -o /dev/null ./cmd/drainwatch
+	GOOS=linux GOARCH=arm64 $(GO) test -c -o /dev/null ./collector/kernel
 
 IMAGE_ARCHES ?= amd64 arm64
 
@@ -82,7 +90,7 @@ vet:
 test-unit: ## Unit tests only (no root needed).
 	$(GO) test -count=1 -short ./...
 
-test: deps mounts controlplane helm opconfig vmkernel check-tidy check-generate vet ## Everything: unit, privileged (root), end to end.
+test: deps mounts controlplane helm opconfig vmkernel check-tidy check-generate vet cross ## Everything: unit, privileged (root), end to end.
 	DRAINWATCH_VM_KERNELS=$(VM_KERNELS) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./...
 
 lab: deps mounts controlplane build ## The seeds' experiment and a rolling update, end to end (root).

@@ -47,7 +47,12 @@ static __always_inline __u8 h2_preface_byte(__u32 j)
 	return w >> ((j & 7) * 8);
 }
 
-/* x86_64 system call numbers of the socket reads and writes followed. */
+/* The system call numbers of the socket reads and writes followed, and the
+ * register that holds the number, per architecture: x86_64's own table
+ * (arch/x86/entry/syscalls/syscall_64.tbl), arm64's the generic one
+ * (include/uapi/asm-generic/unistd.h). The arguments come from the user
+ * registers through bpf_tracing.h's PT_REGS_PARM*_CORE_SYSCALL. */
+#if defined(__TARGET_ARCH_x86)
 #define NR_READ 0
 #define NR_WRITE 1
 #define NR_READV 19
@@ -56,6 +61,20 @@ static __always_inline __u8 h2_preface_byte(__u32 j)
 #define NR_RECVFROM 45
 #define NR_SENDMSG 46
 #define NR_RECVMSG 47
+#define SYSCALL_NR(regs) BPF_CORE_READ(regs, orig_ax)
+#elif defined(__TARGET_ARCH_arm64)
+#define NR_READ 63
+#define NR_WRITE 64
+#define NR_READV 65
+#define NR_WRITEV 66
+#define NR_SENDTO 206
+#define NR_RECVFROM 207
+#define NR_SENDMSG 211
+#define NR_RECVMSG 212
+#define SYSCALL_NR(regs) BPF_CORE_READ(regs, syscallno)
+#else
+#error "h2.h: no system call table for this architecture"
+#endif
 
 /* The user memory a read or write of ret bytes filled or sent. */
 struct h2_chunks {
@@ -108,8 +127,8 @@ static __always_inline bool syscall_chunks(struct h2_chunks *ch, long ret)
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 	if (!regs)
 		return false;
-	long nr = BPF_CORE_READ(regs, orig_ax);
-	__u64 arg1 = BPF_CORE_READ(regs, si), arg2 = BPF_CORE_READ(regs, dx);
+	long nr = SYSCALL_NR(regs);
+	__u64 arg1 = PT_REGS_PARM2_CORE_SYSCALL(regs), arg2 = PT_REGS_PARM3_CORE_SYSCALL(regs);
 	switch (nr) {
 	case NR_READ: case NR_WRITE: case NR_RECVFROM: case NR_SENDTO:
 		ch->p[0] = (const __u8 *)arg1;

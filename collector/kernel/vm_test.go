@@ -174,4 +174,3 @@ func pad4(b *bytes.Buffer) {
 		b.WriteByte(0)
 	}
 }
-

@@ -72,7 +72,7 @@ func (m *matrix) table() string {
 			switch {
 			case !ok:
 				b.WriteString(" not run |")
-			case c.got != c.want:
+			case c.got != c.want && c.state != "unavailable":
 				fmt.Fprintf(&b, " %s (counted %d of %d) |", c.state, c.got, c.want)
 			default:
 				fmt.Fprintf(&b, " %s |", c.state)
@@ -89,7 +89,8 @@ func page(table string) string {
 		"(`collector/kernel` TestVMMatrix: the host natively, Debian's cloud kernels under qemu with TCG).\n" +
 		"Each cell is what the run measured against the guest's own clients: **exact** (the primary probe,\n" +
 		"count exact), **fallback** (a weaker source: see the README's kernel requirements), **unavailable**\n" +
-		"(not reported on that kernel); \"counted N of M\" marks a count that was not exact.\n\n" + table
+		"(not reported on that kernel); \"counted N of M\" marks a count that was not exact.\n" +
+		"The run's raw lines and times: [support-matrix.txt](support-matrix.txt).\n\n" + table
 }
 
 // replaceBetweenMarkers swaps what lies between the README's markers.

@@ -12,7 +12,7 @@ VERSION     ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -X github.com/drainwatch/drainwatch/exporter.Version=$(VERSION)
 TEST_TIMEOUT ?= 40m
 
-VM_KERNEL   := $(CACHE)/vmkernel/vmlinuz
+VM_KERNELS  := $(CACHE)/vmkernel
 ARM64_KERNEL_DIR := $(CACHE)/vmkernel/arm64
 
 # Test tools built once from Go modules of their own (testenv/helmbuild,
@@ -81,8 +81,8 @@ check-tidy: ## Fail when go mod tidy would change go.mod or go.sum (the project'
 	  (cd $$dir && $(GO) mod tidy -diff) || { echo "$$dir: go.mod/go.sum are not tidy: run go mod tidy there and commit"; exit 1; }; \
 	done
 
-vmkernel: ## Fetch Debian's 6.1 cloud kernel (once) for the test that boots it under qemu.
-	@bash testenv/scripts/vm-kernel.sh $(dir $(VM_KERNEL)) >/dev/null
+vmkernel: ## Fetch Debian's cloud kernels (once: 5.10, 6.1, 6.12 amd64; 6.1 arm64) for the kernel matrix under qemu.
+	@bash testenv/scripts/vm-kernel.sh $(VM_KERNELS) >/dev/null
 
 vet:
 	$(GO) vet ./...
@@ -91,7 +91,7 @@ test-unit: ## Unit tests only (no root needed).
 	$(GO) test -count=1 -short ./...
 
 test: deps mounts controlplane helm opconfig vmkernel check-tidy check-generate vet cross ## Everything: unit, privileged (root), end to end.
-	DRAINWATCH_VM_KERNEL=$(VM_KERNEL) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./...
+	DRAINWATCH_VM_KERNELS=$(VM_KERNELS) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./...
 
 lab: deps mounts controlplane build ## The seeds' experiment and a rolling update, end to end (root).
 	$(GO) run ./testenv/cmd/lab

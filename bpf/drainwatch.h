@@ -220,6 +220,43 @@ struct {
  * lookups when it is false at load time. */
 volatile const bool watch_all = false;
 
+/* Kernel compatibility (Linux 5.10 on): small helpers whose body depends on
+ * what the running kernel offers, chosen by constants the loader sets
+ * (collector/kernel/compat.go). The verifier prunes the branch a constant
+ * rules out, so a helper the kernel lacks is never seen by it. */
+
+/* bpf_get_socket_cookie is callable from tracing programs since Linux 5.12. */
+volatile const bool cookie_helper = true;
+
+/* The socket's cookie. Where tracing programs cannot call the helper, the
+ * cookie is read as it stands: 0 unless something (SO_COOKIE, a diag dump)
+ * generated it. */
+static __always_inline __u64 sock_cookie(const struct sock *sk)
+{
+	if (cookie_helper)
+		return bpf_get_socket_cookie((void *)sk);
+	return BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+}
+
+/* An identity for a socket that user space joins events by: its cookie, or
+ * where it has none, a number no cookie takes (cookies count up from 1;
+ * this one has the top bit set and is made of the time and the CPU). */
+static __always_inline __u64 sock_identity(const struct sock *sk)
+{
+	__u64 c = sock_cookie(sk);
+	if (c)
+		return c;
+	return (1ULL << 63) | ((bpf_ktime_get_ns() << 8) & ~(1ULL << 63)) |
+	       (bpf_get_smp_processor_id() & 0xff);
+}
+
+/* The current task for CO-RE reads. bpf_get_current_task_btf (a BTF
+ * pointer, direct reads) needs Linux 5.11; this works from 5.10 on. */
+static __always_inline struct task_struct *current_task(void)
+{
+	return (struct task_struct *)bpf_get_current_task();
+}
+
 static __always_inline bool scope_watched(__u32 kind, __u64 id)
 {
 	struct scope_key key = { .id = id, .kind = kind };

@@ -4,10 +4,12 @@
  * client sees as ECONNREFUSED), `reset` for any other RST in a watched
  * network namespace.
  *
- * Two sources, exactly one loaded (the loader deletes the other from the
- * spec): tcp_send_reset with its reason argument (Linux >= 6.10), or, on
- * older kernels, kfree_skb with drop reason NO_SOCKET, which frees the SYN
- * that tcp_v4_rcv/tcp_v6_rcv answered with a RST. RSTs without a socket run
+ * Three sources, exactly one loaded (the loader deletes the others from the
+ * spec): tcp_send_reset with its reason argument (Linux >= 6.10); on older
+ * kernels kfree_skb with drop reason NO_SOCKET, which frees the SYN that
+ * tcp_v4_rcv/tcp_v6_rcv answered with a RST (Linux >= 5.17); before drop
+ * reasons, kfree_skb called from inside tcp_v4_rcv/tcp_v6_rcv on a bare SYN
+ * (rcv_ranges, from /proc/kallsyms). RSTs without a socket run
  * in softirq and attribute by the receiving device's network namespace; RSTs
  * a socket sends attribute by the socket's, and carry the sending process
  * when its owner sent them (see sent_by_owner). */
@@ -134,6 +136,35 @@ SEC("tp_btf/kfree_skb")
 int BPF_PROG(kfree_skb_no_socket, struct sk_buff *skb, void *location, int reason)
 {
 	if (reason != bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_NO_SOCKET))
+		return 0;
+	no_socket(skb, RST_REASON_NO_SOCKET, true);
+	return 0;
+}
+
+/* Code ranges [start, end) of tcp_v4_rcv and tcp_v6_rcv (and their .cold
+ * parts), set by the loader from /proc/kallsyms for kfree_skb_rcv_syn. */
+#define RCV_RANGES 4
+volatile const __u64 rcv_ranges[RCV_RANGES][2] = {};
+
+static __always_inline bool in_tcp_rcv(__u64 ip)
+{
+	for (int i = 0; i < RCV_RANGES; i++)
+		if (ip >= rcv_ranges[i][0] && ip < rcv_ranges[i][1])
+			return true;
+	return false;
+}
+
+/* Fallback for kernels without drop reasons (Linux < 5.17): tcp_v4_rcv and
+ * tcp_v6_rcv free a packet themselves only on their discard path, which a
+ * bare SYN reaches when no socket exists (after the RST), or when it fails
+ * its checksum or a policy check, or meets a TIME_WAIT socket whose
+ * listener is gone; a SYN a listener handles is freed elsewhere
+ * (tcp_v4_do_rcv, consume_skb). The last three are rare and count here as
+ * refused too. */
+SEC("tp_btf/kfree_skb")
+int BPF_PROG(kfree_skb_rcv_syn, struct sk_buff *skb, void *location)
+{
+	if (!in_tcp_rcv((__u64)location))
 		return 0;
 	no_socket(skb, RST_REASON_NO_SOCKET, true);
 	return 0;

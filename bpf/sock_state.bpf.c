@@ -57,8 +57,7 @@ static __always_inline void track_conn(const struct sock *sk, __u64 cookie)
  * signal, or closing it itself (including a normal exit). */
 static __always_inline __u8 close_cause(void)
 {
-	/* bpf_get_current_task, not _btf: the latter needs Linux >= 5.11. */
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct task_struct *t = current_task();
 	if (!(BPF_CORE_READ(t, flags) & PF_EXITING))
 		return CAUSE_CLOSE;
 	int sig = BPF_CORE_READ(t, exit_code) & 0x7f;
@@ -139,7 +138,7 @@ int BPF_PROG(sock_state, const struct sock *sk, const int oldstate, const int ne
 	__u32 netns = sock_netns(sk);
 	if (!netns_watched(netns))
 		return 0;
-	__u64 cookie = bpf_get_socket_cookie((void *)sk);
+	__u64 cookie = sock_identity(sk);
 	if (type == EV_ACCEPT)
 		track_conn(sk, cookie);
 	emit_sock(sk, type, netns, cookie);

@@ -57,7 +57,7 @@ static __always_inline void local_connect(const struct sock *sk)
 	struct syn_slot *s = &v->s[v->next & (SYN_SLOTS - 1)];
 	v->next++;
 	s->sk = (__u64)sk;
-	s->cookie = bpf_get_socket_cookie((void *)sk);
+	s->cookie = sock_cookie(sk);
 	s->cgroup = bpf_get_current_cgroup_id();
 	s->pid = bpf_get_current_pid_tgid() >> 32;
 	bpf_get_current_comm(s->comm, sizeof(s->comm));

@@ -176,10 +176,11 @@ func (d *Daemon) startKube(ctx context.Context, errc chan<- error) error {
 
 func (d *Daemon) reportProbes() {
 	for _, p := range d.kernel.Probes() {
-		d.metrics.SetProbeAttached(p.Name, p.Attached())
-		if !p.Attached() && !p.Optional {
-			// Open-ended: every termination from now on misses this probe.
-			d.corr.KernelGap("probe_unavailable:"+p.Name, d.cfg.Now(), forever)
+		d.metrics.SetProbeState(p.Name, string(p.State))
+		if reason := p.PartialReason(); reason != "" {
+			// Open-ended: every termination from now on misses what this
+			// probe (or its fallback) does not report.
+			d.corr.KernelGap(reason, d.cfg.Now(), forever)
 		}
 	}
 }

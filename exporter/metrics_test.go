@@ -75,7 +75,7 @@ func TestMetricsPromlintClean(t *testing.T) {
 	m := newTestMetrics()
 	observeSequence(t, m)
 	m.ObserveTermination(probedTermination())
-	m.SetProbeAttached("tcp_send_reset", true)
+	m.SetProbeState("tcp_send_reset", "attached")
 	m.CountKernelEvent(collector.EventRefused)
 	m.CountUnattributed(collector.EventReset)
 	m.AddKernelEventsLost(2)

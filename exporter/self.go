@@ -26,7 +26,8 @@ type selfMetrics struct {
 func newSelfMetrics() *selfMetrics {
 	s := &selfMetrics{
 		probeAttached: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drainwatch_probe_attached",
-			Help: "1 when the BPF program is attached, 0 when it failed or is unavailable on this kernel."}, []string{"probe"}),
+			Help: "1 when the BPF probe feeds events, 0 when it is unavailable on this kernel; state says how: attached, fallback (a weaker source) or unavailable."},
+			[]string{"probe", "state"}),
 		kernelEvents: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainwatch_kernel_events_total",
 			Help: "Kernel events received from the ring buffer, by type."}, []string{"type"}),
 		unattributed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainwatch_unattributed_events_total",
@@ -53,13 +54,20 @@ func (s *selfMetrics) register(r *prometheus.Registry) {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
-// SetProbeAttached records whether the named BPF program is attached.
-func (m *Metrics) SetProbeAttached(probe string, attached bool) {
-	v := 0.0
-	if attached {
-		v = 1
+// ProbeUnavailable is the probe state of a probe that feeds no events
+// (collector/kernel.ProbeUnavailable).
+const ProbeUnavailable = "unavailable"
+
+// SetProbeState records the named probe's state (attached, fallback,
+// unavailable): one series per probe, 1 unless it is unavailable, so
+// `drainwatch_probe_attached == 0` still finds the missing ones.
+func (m *Metrics) SetProbeState(probe, state string) {
+	m.self.probeAttached.DeletePartialMatch(prometheus.Labels{"probe": probe})
+	v := 1.0
+	if state == ProbeUnavailable {
+		v = 0
 	}
-	m.self.probeAttached.WithLabelValues(probe).Set(v)
+	m.self.probeAttached.WithLabelValues(probe, state).Set(v)
 }
 
 // CountKernelEvent counts one kernel event of type t (unknown types are

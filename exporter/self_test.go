@@ -13,8 +13,10 @@ import (
 
 func TestSelfMetrics(t *testing.T) {
 	m := NewMetrics(Options{})
-	m.SetProbeAttached("tcp_send_reset", true)
-	m.SetProbeAttached("inet_sock_set_state", false)
+	m.SetProbeState("refused", "attached")
+	m.SetProbeState("refused", "fallback") // replaces the attached series
+	m.SetProbeState("sock_recv", "unavailable")
+	m.SetProbeState("sock_state", "attached")
 	for range 3 {
 		m.CountKernelEvent(collector.EventRefused)
 	}
@@ -29,10 +31,11 @@ drainwatch_build_info{goversion=%q,version="dev"} 1
 # HELP drainwatch_kernel_events_lost_total Kernel events dropped (ring buffer full in BPF, or the correlator's queue full).
 # TYPE drainwatch_kernel_events_lost_total counter
 drainwatch_kernel_events_lost_total 7
-# HELP drainwatch_probe_attached 1 when the BPF program is attached, 0 when it failed or is unavailable on this kernel.
+# HELP drainwatch_probe_attached 1 when the BPF probe feeds events, 0 when it is unavailable on this kernel; state says how: attached, fallback (a weaker source) or unavailable.
 # TYPE drainwatch_probe_attached gauge
-drainwatch_probe_attached{probe="inet_sock_set_state"} 0
-drainwatch_probe_attached{probe="tcp_send_reset"} 1
+drainwatch_probe_attached{probe="refused",state="fallback"} 1
+drainwatch_probe_attached{probe="sock_recv",state="unavailable"} 0
+drainwatch_probe_attached{probe="sock_state",state="attached"} 1
 `, runtime.Version())
 	err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
 		"drainwatch_build_info", "drainwatch_kernel_events_lost_total", "drainwatch_probe_attached")

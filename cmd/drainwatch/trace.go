@@ -73,6 +73,8 @@ func traceCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "drainwatch trace:", err)
 		return 1
 	}
+	// The probe table first: what this kernel lets trace see, and what not.
+	kernel.WriteProbeTable(stderr, k.Probes())
 	if err := node.WatchFilter(k, node.Filter{PID: f.pid, Netns: f.netns, Cgroup: f.cgroup}, log); err != nil {
 		k.Close()
 		fmt.Fprintln(stderr, "drainwatch trace:", err)

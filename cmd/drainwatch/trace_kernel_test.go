@@ -33,6 +33,8 @@ func TestTraceRefused(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	logs := lines(stderr)
+	waitFor(t, logs, "PROBE") // the probe table comes first
+	waitFor(t, logs, "tp_btf/tcp_send_reset")
 	waitFor(t, logs, "watching network namespace")
 	for i := 0; i < n; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)

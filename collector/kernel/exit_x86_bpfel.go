@@ -86,6 +86,7 @@ const (
 	exitMapScopes           = "scopes"
 	exitProgProcessExit     = "process_exit"
 	exitProgProcessExitLive = "process_exit_live"
+	exitVarCookieHelper     = "cookie_helper"
 	exitVarWatchAll         = "watch_all"
 )
 
@@ -152,7 +153,8 @@ type exitMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type exitVariableSpecs struct {
-	WatchAll *ebpf.VariableSpec `ebpf:"watch_all"`
+	CookieHelper *ebpf.VariableSpec `ebpf:"cookie_helper"`
+	WatchAll     *ebpf.VariableSpec `ebpf:"watch_all"`
 }
 
 // exitObjects contains all objects after they have been loaded into the kernel.
@@ -200,7 +202,8 @@ func (m *exitMaps) Close() error {
 //
 // It can be passed to loadExitObjects or ebpf.CollectionSpec.LoadAndAssign.
 type exitVariables struct {
-	WatchAll *ebpf.Variable `ebpf:"watch_all"`
+	CookieHelper *ebpf.Variable `ebpf:"cookie_helper"`
+	WatchAll     *ebpf.Variable `ebpf:"watch_all"`
 }
 
 // exitPrograms contains all programs after they have been loaded into the kernel.

@@ -77,16 +77,17 @@ type inflightSynSlots struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	inflightMapConnFull  = "conn_full"
-	inflightMapConns     = "conns"
-	inflightMapEvents    = "events"
-	inflightMapLocalDsts = "local_dsts"
-	inflightMapLocalSyns = "local_syns"
-	inflightMapLost      = "lost"
-	inflightMapScopes    = "scopes"
-	inflightProgSockRecv = "sock_recv"
-	inflightProgSockSend = "sock_send"
-	inflightVarWatchAll  = "watch_all"
+	inflightMapConnFull     = "conn_full"
+	inflightMapConns        = "conns"
+	inflightMapEvents       = "events"
+	inflightMapLocalDsts    = "local_dsts"
+	inflightMapLocalSyns    = "local_syns"
+	inflightMapLost         = "lost"
+	inflightMapScopes       = "scopes"
+	inflightProgSockRecv    = "sock_recv"
+	inflightProgSockSend    = "sock_send"
+	inflightVarCookieHelper = "cookie_helper"
+	inflightVarWatchAll     = "watch_all"
 )
 
 // loadInflight returns the embedded CollectionSpec for inflight.
@@ -152,7 +153,8 @@ type inflightMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type inflightVariableSpecs struct {
-	WatchAll *ebpf.VariableSpec `ebpf:"watch_all"`
+	CookieHelper *ebpf.VariableSpec `ebpf:"cookie_helper"`
+	WatchAll     *ebpf.VariableSpec `ebpf:"watch_all"`
 }
 
 // inflightObjects contains all objects after they have been loaded into the kernel.
@@ -200,7 +202,8 @@ func (m *inflightMaps) Close() error {
 //
 // It can be passed to loadInflightObjects or ebpf.CollectionSpec.LoadAndAssign.
 type inflightVariables struct {
-	WatchAll *ebpf.Variable `ebpf:"watch_all"`
+	CookieHelper *ebpf.Variable `ebpf:"cookie_helper"`
+	WatchAll     *ebpf.Variable `ebpf:"watch_all"`
 }
 
 // inflightPrograms contains all programs after they have been loaded into the kernel.

@@ -29,6 +29,10 @@ type Options struct {
 	// RefusedFallback forces the kfree_skb source for refused connections
 	// even where tcp_send_reset has a reason (used to test the fallback).
 	RefusedFallback bool
+	// RefusedByLocation forces the source for kernels without drop reasons
+	// (kfree_skb called from tcp_v4_rcv on a bare SYN), to test it on any
+	// kernel.
+	RefusedByLocation bool
 	// PinPath, when set (a directory on bpffs), pins the shared maps and
 	// the links there (see kernel_pin.go): Close leaves the programs
 	// collecting into the ring buffer, and the next Open with the same

@@ -31,11 +31,29 @@ type ProbeStatus struct {
 	// makes no termination partial (the message probes: without them
 	// HTTP/2 connections are judged by the socket rule).
 	Optional bool
+	// Loses names what a fallback does not report (e.g. "resets"), empty
+	// when it reports everything: its terminations are partial.
+	Loses string
 }
 
 // Attached reports whether the probe feeds events (directly or through its
 // fallback) or is detached on purpose (ProbeDetached, ready to attach).
 func (p ProbeStatus) Attached() bool { return p.State != ProbeUnavailable }
+
+// PartialReason is the partial reason every termination gets while this
+// probe is missing or runs on a fallback that loses events, naming the
+// probe (probe_unavailable:sock_recv, probe_fallback:refused); empty when
+// the probe reports everything. An optional probe makes nothing partial.
+func (p ProbeStatus) PartialReason() string {
+	switch {
+	case p.Optional:
+	case p.State == ProbeUnavailable:
+		return "probe_unavailable:" + p.Name
+	case p.State == ProbeFallback && p.Loses != "":
+		return "probe_fallback:" + p.Name
+	}
+	return ""
+}
 
 // probeObject is one BPF object (one concern) and the programs to attach.
 type probeObject struct {
@@ -48,6 +66,7 @@ type probeObject struct {
 type probeProg struct {
 	name, prog, hook string
 	fallback         string // non-empty: this program is a fallback, and why
+	loses            string // what the fallback does not report
 }
 
 func probeObjects(opts Options) []probeObject {
@@ -61,7 +80,7 @@ func probeObjects(opts Options) []probeObject {
 			{name: "sock_recv", prog: "sock_recv", hook: "tp_btf/sock_recv_length"},
 			{name: "sock_send", prog: "sock_send", hook: "tp_btf/sock_send_length"},
 		}},
-		{load: loadRefused, progs: []probeProg{refusedSource(opts.RefusedFallback)}},
+		{load: loadRefused, progs: []probeProg{refusedSource(opts)}},
 		{load: loadSignal, progs: []probeProg{{name: "signal", prog: "signal_generate", hook: "tp_btf/signal_generate"}}},
 		{load: loadExit, progs: []probeProg{exitSource()}},
 	}
@@ -69,18 +88,29 @@ func probeObjects(opts Options) []probeObject {
 
 // refusedSource picks exactly one source of refused connections, so no
 // packet is ever counted twice: tcp_send_reset when its reason argument
-// exists (Linux >= 6.10), else kfree_skb with drop reason NO_SOCKET.
-func refusedSource(forceFallback bool) probeProg {
+// exists (Linux >= 6.10), else kfree_skb with drop reason NO_SOCKET (Linux
+// >= 5.17), else kfree_skb called from tcp_v4_rcv/tcp_v6_rcv on a bare SYN.
+func refusedSource(opts Options) probeProg {
+	byLocation := probeProg{name: "refused", prog: "kfree_skb_rcv_syn", hook: "tp_btf/kfree_skb:tcp_v4_rcv",
+		fallback: "no skb drop reasons (Linux < 5.17): a SYN freed by tcp_v4_rcv/tcp_v6_rcv counts as refused; other RSTs are not reported",
+		loses:    "resets"}
+	if opts.RefusedByLocation {
+		byLocation.fallback = "forced by option"
+		return byLocation
+	}
 	p := probeProg{name: "refused", prog: "tcp_send_reset", hook: "tp_btf/tcp_send_reset"}
 	why := "forced by option"
-	if !forceFallback {
+	if !opts.RefusedFallback {
 		n, err := tracepointArgs("tcp_send_reset")
 		if n >= 3 {
 			return p
 		}
 		why = fallbackWhy("tcp_send_reset has no reason argument (Linux < 6.10); other RSTs are not reported", err)
+		if n, err := tracepointArgs("kfree_skb"); err == nil && n < 3 {
+			return byLocation
+		}
 	}
-	return probeProg{name: "refused", prog: "kfree_skb_no_socket", hook: "tp_btf/kfree_skb", fallback: why}
+	return probeProg{name: "refused", prog: "kfree_skb_no_socket", hook: "tp_btf/kfree_skb", fallback: why, loses: "resets"}
 }
 
 // exitSource prefers sched_process_exit's group_dead argument, which says
@@ -189,6 +219,9 @@ func loadObject(obj probeObject, watchAll bool, maps sharedMaps) (*ebpf.Collecti
 	if err := spec.Variables["watch_all"].Set(watchAll); err != nil {
 		return nil, fmt.Errorf("setting watch_all: %w", err)
 	}
+	if err := setCompat(spec); err != nil {
+		return nil, err
+	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: maps.byName})
 	if err != nil {
 		return nil, fmt.Errorf("loading BPF programs: %w", err)
@@ -197,7 +230,7 @@ func loadObject(obj probeObject, watchAll bool, maps sharedMaps) (*ebpf.Collecti
 }
 
 func (k *Kernel) report(p probeProg, err error) {
-	st := ProbeStatus{Name: p.name, Hook: p.hook, State: ProbeAttached}
+	st := ProbeStatus{Name: p.name, Hook: p.hook, State: ProbeAttached, Loses: p.loses}
 	ev := k.log.Info()
 	switch {
 	case err != nil:

@@ -85,7 +85,10 @@ const (
 	refusedMapLost              = "lost"
 	refusedMapScopes            = "scopes"
 	refusedProgKfreeSkbNoSocket = "kfree_skb_no_socket"
+	refusedProgKfreeSkbRcvSyn   = "kfree_skb_rcv_syn"
 	refusedProgTcpSendReset     = "tcp_send_reset"
+	refusedVarCookieHelper      = "cookie_helper"
+	refusedVarRcvRanges         = "rcv_ranges"
 	refusedVarWatchAll          = "watch_all"
 )
 
@@ -132,6 +135,7 @@ type refusedSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type refusedProgramSpecs struct {
 	KfreeSkbNoSocket *ebpf.ProgramSpec `ebpf:"kfree_skb_no_socket"`
+	KfreeSkbRcvSyn   *ebpf.ProgramSpec `ebpf:"kfree_skb_rcv_syn"`
 	TcpSendReset     *ebpf.ProgramSpec `ebpf:"tcp_send_reset"`
 }
 
@@ -152,7 +156,9 @@ type refusedMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type refusedVariableSpecs struct {
-	WatchAll *ebpf.VariableSpec `ebpf:"watch_all"`
+	CookieHelper *ebpf.VariableSpec `ebpf:"cookie_helper"`
+	RcvRanges    *ebpf.VariableSpec `ebpf:"rcv_ranges"`
+	WatchAll     *ebpf.VariableSpec `ebpf:"watch_all"`
 }
 
 // refusedObjects contains all objects after they have been loaded into the kernel.
@@ -200,7 +206,9 @@ func (m *refusedMaps) Close() error {
 //
 // It can be passed to loadRefusedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type refusedVariables struct {
-	WatchAll *ebpf.Variable `ebpf:"watch_all"`
+	CookieHelper *ebpf.Variable `ebpf:"cookie_helper"`
+	RcvRanges    *ebpf.Variable `ebpf:"rcv_ranges"`
+	WatchAll     *ebpf.Variable `ebpf:"watch_all"`
 }
 
 // refusedPrograms contains all programs after they have been loaded into the kernel.
@@ -208,12 +216,14 @@ type refusedVariables struct {
 // It can be passed to loadRefusedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type refusedPrograms struct {
 	KfreeSkbNoSocket *ebpf.Program `ebpf:"kfree_skb_no_socket"`
+	KfreeSkbRcvSyn   *ebpf.Program `ebpf:"kfree_skb_rcv_syn"`
 	TcpSendReset     *ebpf.Program `ebpf:"tcp_send_reset"`
 }
 
 func (p *refusedPrograms) Close() error {
 	return _RefusedClose(
 		p.KfreeSkbNoSocket,
+		p.KfreeSkbRcvSyn,
 		p.TcpSendReset,
 	)
 }

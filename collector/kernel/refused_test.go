@@ -17,15 +17,19 @@ const closedPort = 9
 // namespace give exactly N refused events; the same traffic to a namespace
 // nobody watches gives none. Both refused sources are checked.
 func TestRefused(t *testing.T) {
-	for name, fallback := range map[string]bool{"tcp_send_reset": false, "kfree_skb": true} {
-		t.Run(name, func(t *testing.T) { testRefused(t, fallback) })
+	for name, opts := range map[string]Options{
+		"tcp_send_reset":    {},
+		"kfree_skb":         {RefusedFallback: true},
+		"kfree_skb_rcv_syn": {RefusedByLocation: true}, // the source without drop reasons (< 5.17)
+	} {
+		t.Run(name, func(t *testing.T) { testRefused(t, opts) })
 	}
 }
 
-func testRefused(t *testing.T, fallback bool) {
+func testRefused(t *testing.T, opts Options) {
 	const n = 50
 	watched, unwatched := newLab(t), newLab(t)
-	k := openTestKernel(t, Options{RefusedFallback: fallback})
+	k := openTestKernel(t, opts)
 	if err := k.WatchNetns(watched.server.Inode()); err != nil {
 		t.Fatal(err)
 	}

@@ -85,6 +85,7 @@ const (
 	signalMapLost            = "lost"
 	signalMapScopes          = "scopes"
 	signalProgSignalGenerate = "signal_generate"
+	signalVarCookieHelper    = "cookie_helper"
 	signalVarWatchAll        = "watch_all"
 )
 
@@ -150,7 +151,8 @@ type signalMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type signalVariableSpecs struct {
-	WatchAll *ebpf.VariableSpec `ebpf:"watch_all"`
+	CookieHelper *ebpf.VariableSpec `ebpf:"cookie_helper"`
+	WatchAll     *ebpf.VariableSpec `ebpf:"watch_all"`
 }
 
 // signalObjects contains all objects after they have been loaded into the kernel.
@@ -198,7 +200,8 @@ func (m *signalMaps) Close() error {
 //
 // It can be passed to loadSignalObjects or ebpf.CollectionSpec.LoadAndAssign.
 type signalVariables struct {
-	WatchAll *ebpf.Variable `ebpf:"watch_all"`
+	CookieHelper *ebpf.Variable `ebpf:"cookie_helper"`
+	WatchAll     *ebpf.Variable `ebpf:"watch_all"`
 }
 
 // signalPrograms contains all programs after they have been loaded into the kernel.

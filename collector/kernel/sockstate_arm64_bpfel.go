@@ -105,16 +105,17 @@ type sockStateSynSlots struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	sockStateMapConnFull    = "conn_full"
-	sockStateMapConns       = "conns"
-	sockStateMapEvents      = "events"
-	sockStateMapLocalDsts   = "local_dsts"
-	sockStateMapLocalSyns   = "local_syns"
-	sockStateMapLost        = "lost"
-	sockStateMapScopes      = "scopes"
-	sockStateProgSockState  = "sock_state"
-	sockStateVarUnusedEvent = "unused_event"
-	sockStateVarWatchAll    = "watch_all"
+	sockStateMapConnFull     = "conn_full"
+	sockStateMapConns        = "conns"
+	sockStateMapEvents       = "events"
+	sockStateMapLocalDsts    = "local_dsts"
+	sockStateMapLocalSyns    = "local_syns"
+	sockStateMapLost         = "lost"
+	sockStateMapScopes       = "scopes"
+	sockStateProgSockState   = "sock_state"
+	sockStateVarCookieHelper = "cookie_helper"
+	sockStateVarUnusedEvent  = "unused_event"
+	sockStateVarWatchAll     = "watch_all"
 )
 
 // loadSockState returns the embedded CollectionSpec for sockState.
@@ -179,8 +180,9 @@ type sockStateMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockStateVariableSpecs struct {
-	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
-	WatchAll    *ebpf.VariableSpec `ebpf:"watch_all"`
+	CookieHelper *ebpf.VariableSpec `ebpf:"cookie_helper"`
+	UnusedEvent  *ebpf.VariableSpec `ebpf:"unused_event"`
+	WatchAll     *ebpf.VariableSpec `ebpf:"watch_all"`
 }
 
 // sockStateObjects contains all objects after they have been loaded into the kernel.
@@ -228,8 +230,9 @@ func (m *sockStateMaps) Close() error {
 //
 // It can be passed to loadSockStateObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockStateVariables struct {
-	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
-	WatchAll    *ebpf.Variable `ebpf:"watch_all"`
+	CookieHelper *ebpf.Variable `ebpf:"cookie_helper"`
+	UnusedEvent  *ebpf.Variable `ebpf:"unused_event"`
+	WatchAll     *ebpf.Variable `ebpf:"watch_all"`
 }
 
 // sockStatePrograms contains all programs after they have been loaded into the kernel.

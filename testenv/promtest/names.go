@@ -58,7 +58,7 @@ func ExportedNames() (map[string]bool, error) {
 		Workload: collector.Workload{Namespace: "n", Kind: "Deployment", Name: "w", Revision: "1"},
 		Marks: correlate.Marks{DeleteRequested: t0, Killing: t0, StopSignal: t0, ListenerClosed: t0,
 			EndpointsNotReady: t0, Exit: t0.Add(time.Second)}, LastConnAttempt: t0.Add(time.Second)})
-	m.SetProbeAttached("p", true)
+	m.SetProbeState("p", "attached")
 	mfs, err := m.Registry().Gather()
 	if err != nil {
 		return nil, err

@@ -18,6 +18,7 @@ have chromium || need+=(chromium)
 have openssl || need+=(openssl)
 have python3 || need+=(python3)
 have qemu-system-x86_64 || need+=(qemu-system-x86)
+have qemu-system-aarch64 || need+=(qemu-system-arm)
 have nsenter || need+=(util-linux)
 # testenv/runtime runs the image under Debian's containerd (1.6) and runc.
 have containerd || need+=(containerd)

@@ -1,0 +1,97 @@
+//go:build vmguest
+
+package kernel
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// matrixFeature is one row of the support matrix: what the suite counts,
+// how many it made, and the probes that feed it.
+type matrixFeature struct {
+	name   string
+	want   int
+	probes []string
+	// weaker: probes whose absence leaves a weaker rule (fallback), not
+	// nothing: in flight from unread bytes at teardown without recv/send.
+	weaker []string
+	// optional: the feature may be unavailable on a kernel without failing
+	// the suite (the README says where); a count it does report must still
+	// be exact.
+	optional bool
+}
+
+var matrixFeatures = []matrixFeature{
+	{name: "refused", want: nRefused, probes: []string{"refused"}},
+	{name: "accepted", want: nAccept, probes: []string{"sock_state"}},
+	{name: "listen_close", want: 1, probes: []string{"sock_state"}},
+	{name: "reset", want: nReset, probes: []string{"refused"}, optional: true},
+	{name: "signal", want: 1, probes: []string{"signal"}},
+	{name: "exit", want: 1, probes: []string{"exit"}},
+	{name: "inflight_sigkill", want: nHeld, probes: []string{"sock_state"}, weaker: []string{"sock_recv", "sock_send"}},
+	{name: "idle_keepalive", want: 0, probes: []string{"sock_state"}, weaker: []string{"sock_recv", "sock_send"}},
+}
+
+// checkMatrix prints one MATRIX line per feature and fails on every count
+// that is not exact, with the kernel's probe table.
+func checkMatrix(t *testing.T, probes []ProbeStatus, got map[string]int) {
+	release := kernelRelease()
+	for _, f := range matrixFeatures {
+		state := featureState(f, probes)
+		fmt.Printf("MATRIX kernel=%s arch=%s feature=%s state=%s got=%d want=%d\n",
+			release, runtime.GOARCH, f.name, state, got[f.name], f.want)
+		want := f.want
+		if state == "unavailable" && f.optional {
+			want = 0 // unavailable says so: nothing may be reported either
+		}
+		if got[f.name] != want {
+			t.Errorf("%s on %s: got %d, want %d (state %s); probes:\n%s",
+				f.name, release, got[f.name], want, state, probeTable(probes))
+		}
+	}
+}
+
+// featureState is the worst state of the probes a feature needs: exact
+// when all are attached, fallback when one runs on its fallback (or a
+// weaker probe is not attached), unavailable when one is missing. Resets come only from tcp_send_reset
+// with its reason: the refused fallbacks do not report them.
+func featureState(f matrixFeature, probes []ProbeStatus) string {
+	state := "exact"
+	for _, name := range f.probes {
+		p, ok := probeNamed(probes, name)
+		switch {
+		case !ok || p.State == ProbeUnavailable:
+			return "unavailable"
+		case f.name == "reset" && p.State == ProbeFallback:
+			return "unavailable"
+		case f.name == "refused" && p.Hook == "tp_btf/kfree_skb":
+			// drop reason NO_SOCKET: exact for refused connections
+		case p.State == ProbeFallback:
+			state = "fallback"
+		}
+	}
+	for _, name := range f.weaker {
+		if p, ok := probeNamed(probes, name); !ok || p.State != ProbeAttached {
+			state = "fallback"
+		}
+	}
+	return state
+}
+
+func probeNamed(probes []ProbeStatus, name string) (ProbeStatus, bool) {
+	for _, p := range probes {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return ProbeStatus{}, false
+}
+
+func probeTable(probes []ProbeStatus) string {
+	var b strings.Builder
+	WriteProbeTable(&b, probes)
+	return b.String()
+}

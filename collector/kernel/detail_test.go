@@ -237,4 +237,3 @@ func nthAcceptCookie(evs []collector.Event, n int) uint64 {
 	}
 	return 0
 }
-

@@ -49,8 +49,6 @@ type Options struct {
 type Kernel struct {
 	log    zerolog.Logger
 	maps   sharedMaps
-	// detailAll is Options.Detail or WatchAll.
-	detailAll bool
 	colls  []*ebpf.Collection
 	links  []link.Link
 	probes []ProbeStatus
@@ -78,6 +76,10 @@ type Kernel struct {
 	finalLost atomic.Pointer[uint64]
 	closeOnce sync.Once
 	closeErr  error
+
+	// detailAll is Options.Detail or WatchAll: every watched netns sends a
+	// record per accept.
+	detailAll bool
 }
 
 // Open checks the environment, loads and attaches every probe the

@@ -237,3 +237,64 @@ func nthAcceptCookie(evs []collector.Event, n int) uint64 {
 	}
 	return 0
 }
+
+// TestDetailHandoverUnderChurn: detail turns on while four clients keep
+// connecting. Every accept is either held (read right after SetDetail) or
+// sent as a record, never both and never neither: the held count plus the
+// records is exactly what the server accepted, and no held cookie comes
+// again as a record.
+func TestDetailHandoverUnderChurn(t *testing.T) {
+	const clients, each, flipAt = 4, 400, 600
+	l := newLab(t)
+	k := openTestKernel(t, Options{})
+	srv := l.server.Inode()
+	must(t, k.WatchNetns(srv))
+	ln, err := l.server.Listen("tcp4", serverIP+":8080")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cookies := acceptCookies(ln)
+	errs := make(chan error, clients)
+	for range clients {
+		go func() {
+			for i := 0; i < each; i++ {
+				c, err := l.dial(8080)
+				if err != nil {
+					errs <- err
+					return
+				}
+				c.SetLinger(0)
+				c.Close()
+			}
+			errs <- nil
+		}()
+	}
+	served := waitCookies(t, cookies, flipAt)
+	must(t, k.SetDetail(srv, true))
+	s := scopeAccepts(t, k, srv)
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	served = append(served, waitCookies(t, cookies, clients*each-flipAt)...)
+	want := clients*each - int(s.Held)
+	evs := collect(k, 30*time.Second, func(evs []collector.Event) bool { return countType(evs, collector.EventAccept, srv) >= want })
+	evs = append(evs, drain(k, 300*time.Millisecond)...)
+	recorded := map[uint64]bool{}
+	for _, ev := range evs {
+		if ev.Type == collector.EventAccept && ev.NetnsIno == srv {
+			recorded[ev.SockCookie] = true
+		}
+	}
+	if int(s.Held)+len(recorded) != len(served) || countType(evs, collector.EventAccept, srv) != len(recorded) {
+		t.Fatalf("held %d + %d records (%d distinct) != %d accepted", s.Held, countType(evs, collector.EventAccept, srv), len(recorded), len(served))
+	}
+	for _, r := range s.Recent {
+		if recorded[r.Cookie] || !slices.Contains(served, r.Cookie) {
+			t.Fatalf("held accept %d also a record (%v) or never accepted", r.Cookie, recorded[r.Cookie])
+		}
+	}
+	t.Logf("detail on after %d accepts: %d held, %d records", flipAt, s.Held, len(recorded))
+	ln.Close()
+}

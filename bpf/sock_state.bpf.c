@@ -6,7 +6,11 @@
  * inet_sock_set_state mostly runs in softirq, where `current` is unrelated:
  * events are attributed by the socket's network namespace. The teardown of a
  * connection by its owner (close, or exit closing its files) runs in the
- * owner's context, which is why the close cause can be read from current. */
+ * owner's context, which is why the close cause can be read from current.
+ *
+ * An accept in a pod that is not terminating costs a map update, not a
+ * ring-buffer record (hold_accept): only scopes with SCOPE_DETAIL (a
+ * termination, or trace) send one per connection. */
 #include "drainwatch.h"
 #include "inflight.h"
 #include "sources.h"

@@ -125,12 +125,65 @@ struct conn {
 	__u32 streams[16];
 };
 
+/* A watched scope's value: flags. A netns without SCOPE_DETAIL (a pod that
+ * is not terminating) keeps its accepts in scope_accepts instead of sending
+ * a record per connection through the ring buffer. */
+enum scope_flags {
+	SCOPE_WATCHED = 1,
+	SCOPE_DETAIL = 2, /* a record per accept: a termination, or trace */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, struct scope_key);
 	__type(value, __u8);
 } scopes SEC(".maps");
+
+/* Per watched netns and per CPU: the accepts that sent no record. The
+ * counters count every accept of the scope; the history (held, last_ns,
+ * ring) only those without SCOPE_DETAIL, so that when user space sets it
+ * (a termination begins) the history stops moving and, read once after a
+ * grace period, holds exactly the accepts the ring buffer did not carry.
+ * Per CPU: no shared cache line between CPUs accepting for the same pod,
+ * and the ring slot is claimed without an atomic. */
+#define ACCEPT_RING 32
+
+struct accept_rec {
+	__u64 ts_ns;
+	__u64 cookie;
+};
+
+struct accept_stats {
+	__u64 accepts;  /* every accept, probes included */
+	__u64 probes;   /* accepts of a connection a probe_comms task opened */
+	__u64 held;     /* non-probe accepts put in the ring (slot held % ACCEPT_RING) */
+	__u64 last_ns;  /* the latest of them */
+	struct accept_rec ring[ACCEPT_RING];
+};
+
+/* Created by user space when it watches a netns (the program only updates
+ * it in place): no preallocation for every CPU of 4096 entries. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u32);
+	__type(value, struct accept_stats);
+} scope_accepts SEC(".maps");
+
+/* The kubelet's command names (--kubelet-comm): an accept of a connection
+ * one of them opened is a probe, left out of last_ns and the ring. */
+struct comm_key {
+	char c[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16);
+	__type(key, struct comm_key);
+	__type(value, __u8);
+} probe_comms SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -266,6 +319,17 @@ static __always_inline bool scope_watched(__u32 kind, __u64 id)
 static __always_inline bool netns_watched(__u32 ino)
 {
 	return watch_all || scope_watched(SCOPE_NETNS, ino);
+}
+
+/* The flags of a watched netns, 0 when it is not watched; watch_all is a
+ * watched scope with detail everywhere. */
+static __always_inline __u8 netns_flags(__u32 ino)
+{
+	if (watch_all)
+		return SCOPE_WATCHED | SCOPE_DETAIL;
+	struct scope_key key = { .id = ino, .kind = SCOPE_NETNS };
+	__u8 *f = bpf_map_lookup_elem(&scopes, &key);
+	return f ? *f : 0;
 }
 
 static __always_inline __u32 sock_netns(const struct sock *sk)

@@ -6,7 +6,11 @@
  * inet_sock_set_state mostly runs in softirq, where `current` is unrelated:
  * events are attributed by the socket's network namespace. The teardown of a
  * connection by its owner (close, or exit closing its files) runs in the
- * owner's context, which is why the close cause can be read from current. */
+ * owner's context, which is why the close cause can be read from current.
+ *
+ * An accept in a pod that is not terminating costs a map update, not a
+ * ring-buffer record (hold_accept): only scopes with SCOPE_DETAIL (a
+ * termination, or trace) send one per connection. */
 #include "drainwatch.h"
 #include "inflight.h"
 #include "sources.h"
@@ -24,6 +28,51 @@ static __always_inline void full_sock_addrs(struct event *e, const struct sock *
 		e->lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
 }
 
+/* Whether the node-local task that opened the connection (filled in by
+ * local_source) is the kubelet: its probes say nothing about routing. */
+static __always_inline bool from_probe(const struct event *e)
+{
+	if (!e->sender_pid)
+		return false;
+	struct comm_key key = {};
+	__builtin_memcpy(key.c, e->sender_comm, sizeof(key.c));
+	return bpf_map_lookup_elem(&probe_comms, &key) != NULL;
+}
+
+/* Count an accept in its scope's counters; the entry is absent under
+ * watch_all (trace), which keeps none. */
+static __always_inline struct accept_stats *count_accept(__u32 netns, bool probe)
+{
+	struct accept_stats *s = bpf_map_lookup_elem(&scope_accepts, &netns);
+	if (!s)
+		return NULL;
+	s->accepts++;
+	if (probe)
+		s->probes++;
+	return s;
+}
+
+/* An accept in a scope without detail: counted and, unless a probe made
+ * it, put in the scope's history instead of the ring buffer. The value is
+ * this CPU's: a plain increment claims the slot. The event is a stack
+ * scratch for the addresses local_source matches, never submitted. */
+static __always_inline void hold_accept(const struct sock *sk, __u32 netns, __u64 cookie)
+{
+	struct event e = {};
+	full_sock_addrs(&e, sk);
+	local_source(&e);
+	bool probe = from_probe(&e);
+	struct accept_stats *s = count_accept(netns, probe);
+	if (!s || probe)
+		return;
+	__u64 now = bpf_ktime_get_ns();
+	struct accept_rec *r = &s->ring[s->held & (ACCEPT_RING - 1)];
+	r->ts_ns = now;
+	r->cookie = cookie;
+	s->last_ns = now;
+	s->held++;
+}
+
 /* An accept or a listener's open or close. An accept carries the
  * node-local task that connected, when there is one (bpf/sources.h). */
 static __always_inline void emit_sock(const struct sock *sk, __u8 type, __u32 netns, __u64 cookie)
@@ -34,8 +83,11 @@ static __always_inline void emit_sock(const struct sock *sk, __u8 type, __u32 ne
 	e->netns = netns;
 	e->cookie = cookie;
 	full_sock_addrs(e, sk);
-	if (type == EV_ACCEPT)
+	if (type == EV_ACCEPT) {
 		local_source(e);
+		if (!watch_all)
+			count_accept(netns, from_probe(e));
+	}
 	event_submit(e);
 }
 
@@ -136,11 +188,22 @@ int BPF_PROG(sock_state, const struct sock *sk, const int oldstate, const int ne
 	if (!type || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
 		return 0;
 	__u32 netns = sock_netns(sk);
-	if (!netns_watched(netns))
+	__u8 flags = netns_flags(netns);
+	if (!flags)
 		return 0;
 	__u64 cookie = sock_identity(sk);
-	if (type == EV_ACCEPT)
+	if (type == EV_ACCEPT) {
 		track_conn(sk, cookie);
+		/* The flags are read once: each accept is either held or
+		 * sent, never both. User space, after setting SCOPE_DETAIL,
+		 * waits for an RCU grace period (this program runs under
+		 * rcu_read_lock) before it reads the history: every program
+		 * that read the old flags has then finished its update. */
+		if (!(flags & SCOPE_DETAIL)) {
+			hold_accept(sk, netns, cookie);
+			return 0;
+		}
+	}
 	emit_sock(sk, type, netns, cookie);
 	return 0;
 }

@@ -120,22 +120,33 @@ func (c *Correlator) accept(p *podState, e *collector.Event) {
 		}
 		return
 	}
-	p.LastAccept = e.Time
-	p.Accepts.push(e.Time)
+	c.clientAccept(p, e.Time, e.SockCookie, true)
+}
+
+// clientAccept counts an accept that was not a probe: in the pod's history
+// and, during a termination, in its counts; attempt adds it to the
+// connection attempts (routing_lag_observed, the timeline). Accepts arrive
+// out of order across CPUs: last_accept only moves forward.
+func (c *Correlator) clientAccept(p *podState, at time.Time, cookie uint64, attempt bool) {
+	p.LastAccept = later(p.LastAccept, at)
+	p.Accepts.push(at)
+	t := p.Term
 	if t == nil {
 		return
 	}
 	m := &t.T.Marks
-	m.LastAccept = e.Time
-	c.attempt(t, e.Time, false)
+	m.LastAccept = later(m.LastAccept, at)
+	if attempt {
+		c.attempt(t, at, false)
+	}
 	switch {
 	case m.EndpointsNotReady.IsZero():
-		t.Accepts.add(e.Time)
-	case !e.Time.Before(m.EndpointsNotReady):
+		t.Accepts.add(at)
+	case !at.Before(m.EndpointsNotReady):
 		t.T.Counts.AcceptedAfterEndpointsNotReady++
 	}
-	if !m.StopSignal.IsZero() && !e.Time.Before(m.StopSignal) {
-		t.AcceptedAfterStop = addCookie(t.AcceptedAfterStop, e.SockCookie)
+	if !m.StopSignal.IsZero() && !at.Before(m.StopSignal) {
+		t.AcceptedAfterStop = addCookie(t.AcceptedAfterStop, cookie)
 	}
 }
 

@@ -34,6 +34,9 @@ type podState struct {
 	// open, replayed once deletion_seen is known.
 	Accepts timeRing  `json:"accepts"`
 	Early   eventRing `json:"early"`
+	// Seeded is set once the kernel's held accepts were merged in
+	// (AcceptSummary): a second reading of the same history is ignored.
+	Seeded bool `json:"seeded,omitempty"`
 	// NotReadySince is when the endpoint last became not ready (zero while
 	// it is ready); EverPresent whether the pod was ever in a slice.
 	NotReadySince time.Time `json:"not_ready_since,omitzero"`

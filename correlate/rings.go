@@ -15,6 +15,9 @@ import (
 type timeRing struct {
 	T    []int64 `json:"t,omitempty"`
 	Next int     `json:"next,omitempty"`
+	// Floor is the earliest time since which the pushes were every event
+	// (a history seeded by the kernel's, which may have wrapped itself).
+	Floor int64 `json:"floor,omitempty"`
 }
 
 const ringSize = 64
@@ -34,10 +37,21 @@ func (r *timeRing) push(t time.Time) {
 // oldest is the earliest time since which the ring holds every push: any
 // time when it has not wrapped, else its oldest entry.
 func (r *timeRing) oldest() int64 {
-	if len(r.T) < ringSize {
-		return math.MinInt64
+	floor := r.Floor
+	if floor == 0 {
+		floor = math.MinInt64
 	}
-	return r.T[r.Next]
+	if len(r.T) < ringSize {
+		return floor
+	}
+	return max(floor, r.T[r.Next])
+}
+
+// raiseFloor notes that pushes before from may be missing.
+func (r *timeRing) raiseFloor(from int64) {
+	if r.Floor == 0 || from > r.Floor {
+		r.Floor = from
+	}
 }
 
 // acceptLog holds the accept times of a termination until

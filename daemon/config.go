@@ -34,6 +34,9 @@ type Kernel interface {
 	Events() <-chan collector.Event
 	Stats() (kernel.Stats, error)
 	Probes() []kernel.ProbeStatus
+	// SetProbeComms names the kubelet's tasks, whose accepts the kernel
+	// counts as probes (Config.Correlate.ProbeComms).
+	SetProbeComms(names []string) error
 	Close() error
 }
 

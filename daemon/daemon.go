@@ -105,6 +105,10 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	if d.kernel, err = d.cfg.OpenKernel(d.kernelOptions(restored)); err != nil {
 		return fmt.Errorf("opening the kernel collector: %w", err)
 	}
+	if err := d.kernel.SetProbeComms(d.probeComms()); err != nil {
+		d.kernel.Close()
+		return fmt.Errorf("listing the kubelet's commands in the kernel: %w", err)
+	}
 	d.scopes = node.NewScopes(d.kernel, d.corr, d.cfg.CgroupRoot, d.cfg.ProcRoot, d.log)
 	if restored {
 		if err := d.restore(cp); err != nil {
@@ -183,6 +187,14 @@ func (d *Daemon) reportProbes() {
 			d.corr.KernelGap(reason, d.cfg.Now(), forever)
 		}
 	}
+}
+
+// probeComms are the kubelet's command names, as the correlator has them.
+func (d *Daemon) probeComms() []string {
+	if c := d.cfg.Correlate.ProbeComms; len(c) > 0 {
+		return c
+	}
+	return correlate.DefaultConfig().ProbeComms
 }
 
 func later(a, b time.Time) time.Time {

@@ -62,6 +62,11 @@ func (k *fakeKernel) UnwatchNetns(ino uint32) error {
 }
 func (k *fakeKernel) WatchCgroup(id uint64) error  { k.set(func() { k.cgroups[id] = true }); return nil }
 func (k *fakeKernel) WatchAddr(netip.Addr) error   { return nil }
+func (k *fakeKernel) SetDetail(uint32, bool) error { return nil }
+func (k *fakeKernel) SetProbeComms([]string) error { return nil }
+func (k *fakeKernel) ScopeAccepts(uint32) (collector.AcceptSummary, error) {
+	return collector.AcceptSummary{}, nil
+}
 func (k *fakeKernel) UnwatchAddr(netip.Addr) error { return nil }
 
 func (k *fakeKernel) UnwatchCgroup(id uint64) error {

@@ -63,10 +63,16 @@ func (d *Daemon) handleAPI(ev apiEvent) {
 		d.podsGoneWhileDown()
 	case ev.pod != nil:
 		d.relist.seen(ev.pod.Pod.UID)
+		if !ev.pod.Pod.DeletionTimestamp.IsZero() {
+			// Before the correlator begins the termination: the accepts
+			// the kernel held until now are its history.
+			d.scopes.Terminating(ev.pod.Pod.UID)
+		}
 		d.corr.Pod(*ev.pod)
 		d.scopes.PodUpdate(ev.pod.Pod, d.cfg.Now())
 		d.followHTTP2(d.http2.podUpdate(ev.pod.Pod))
 	case ev.deleted != nil:
+		d.scopes.Terminating(ev.deleted.UID)
 		d.corr.PodDeleted(*ev.deleted)
 		d.scopes.PodDeleted(ev.deleted.UID, ev.deleted.Seen)
 		d.followHTTP2(d.http2.podDeleted(ev.deleted.UID))

@@ -67,6 +67,11 @@ func (d *Daemon) restore(cp Checkpoint) error {
 	d.relist.restored(cp.Correlator)
 	now := d.cfg.Now()
 	d.scopes.Restore(cp.Scopes, now)
+	for _, r := range cp.Scopes {
+		if _, live := d.corr.Get(r.PodUID); live {
+			d.scopes.Terminating(r.PodUID) // records on again (fresh maps), history once
+		}
+	}
 	from := downSince(cp)
 	if !resumed || !cp.Clean {
 		d.corr.KernelGap("daemon_down", from, now)

@@ -68,7 +68,8 @@ func traceCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: !isTerminal(stderr)}).Level(level).With().Timestamp().Logger()
-	k, err := kernel.Open(kernel.Options{Logger: log, WatchAll: f.watchAll()})
+	// Detail: trace shows every accept of what it watches.
+	k, err := kernel.Open(kernel.Options{Logger: log, WatchAll: f.watchAll(), Detail: true})
 	if err != nil {
 		fmt.Fprintln(stderr, "drainwatch trace:", err)
 		return 1

@@ -32,6 +32,22 @@ func BenchmarkLoopbackChurn(b *testing.B) {
 			b.Fatal(err)
 		}
 		churn(b, ns)
+		// Not terminating: every accept stays in the kernel.
+		s, err := k.ScopeAccepts(ns.Inode())
+		if st := statsAfter(k, collector.EventAccept, 0); err != nil || s.Accepts != uint64(b.N) || st.Events[collector.EventAccept] != 0 {
+			b.Fatalf("watched: %d accepts counted (%v) and %d records for %d connections; want %[4]d and 0", s.Accepts, err, st.Events[collector.EventAccept], b.N)
+		}
+	})
+	b.Run("probes_watched_detail", func(b *testing.B) {
+		k := openBenchKernel(b)
+		ns := newChurnNetns(b)
+		if err := k.WatchNetns(ns.Inode()); err != nil {
+			b.Fatal(err)
+		}
+		if err := k.SetDetail(ns.Inode(), true); err != nil {
+			b.Fatal(err)
+		}
+		churn(b, ns)
 		st := statsAfter(k, collector.EventAccept, uint64(b.N))
 		if st.Lost() != 0 || st.Events[collector.EventAccept] != uint64(b.N) {
 			b.Fatalf("watched: %d accepts for %d connections, lost %d", st.Events[collector.EventAccept], b.N, st.Lost())

@@ -13,9 +13,27 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type inflightAcceptStats struct {
+	_       structs.HostLayout
+	Accepts uint64
+	Probes  uint64
+	Held    uint64
+	LastNs  uint64
+	Ring    [32]struct {
+		_      structs.HostLayout
+		TsNs   uint64
+		Cookie uint64
+	}
+}
+
 type inflightAddrKey struct {
 	_ structs.HostLayout
 	A [16]uint8
+}
+
+type inflightCommKey struct {
+	_ structs.HostLayout
+	C [16]int8
 }
 
 type inflightConn struct {
@@ -83,6 +101,8 @@ const (
 	inflightMapLocalDsts    = "local_dsts"
 	inflightMapLocalSyns    = "local_syns"
 	inflightMapLost         = "lost"
+	inflightMapProbeComms   = "probe_comms"
+	inflightMapScopeAccepts = "scope_accepts"
 	inflightMapScopes       = "scopes"
 	inflightProgSockRecv    = "sock_recv"
 	inflightProgSockSend    = "sock_send"
@@ -140,13 +160,15 @@ type inflightProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type inflightMapSpecs struct {
-	ConnFull  *ebpf.MapSpec `ebpf:"conn_full"`
-	Conns     *ebpf.MapSpec `ebpf:"conns"`
-	Events    *ebpf.MapSpec `ebpf:"events"`
-	LocalDsts *ebpf.MapSpec `ebpf:"local_dsts"`
-	LocalSyns *ebpf.MapSpec `ebpf:"local_syns"`
-	Lost      *ebpf.MapSpec `ebpf:"lost"`
-	Scopes    *ebpf.MapSpec `ebpf:"scopes"`
+	ConnFull     *ebpf.MapSpec `ebpf:"conn_full"`
+	Conns        *ebpf.MapSpec `ebpf:"conns"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	LocalDsts    *ebpf.MapSpec `ebpf:"local_dsts"`
+	LocalSyns    *ebpf.MapSpec `ebpf:"local_syns"`
+	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	ProbeComms   *ebpf.MapSpec `ebpf:"probe_comms"`
+	ScopeAccepts *ebpf.MapSpec `ebpf:"scope_accepts"`
+	Scopes       *ebpf.MapSpec `ebpf:"scopes"`
 }
 
 // inflightVariableSpecs contains global variables before they are loaded into the kernel.
@@ -177,13 +199,15 @@ func (o *inflightObjects) Close() error {
 //
 // It can be passed to loadInflightObjects or ebpf.CollectionSpec.LoadAndAssign.
 type inflightMaps struct {
-	ConnFull  *ebpf.Map `ebpf:"conn_full"`
-	Conns     *ebpf.Map `ebpf:"conns"`
-	Events    *ebpf.Map `ebpf:"events"`
-	LocalDsts *ebpf.Map `ebpf:"local_dsts"`
-	LocalSyns *ebpf.Map `ebpf:"local_syns"`
-	Lost      *ebpf.Map `ebpf:"lost"`
-	Scopes    *ebpf.Map `ebpf:"scopes"`
+	ConnFull     *ebpf.Map `ebpf:"conn_full"`
+	Conns        *ebpf.Map `ebpf:"conns"`
+	Events       *ebpf.Map `ebpf:"events"`
+	LocalDsts    *ebpf.Map `ebpf:"local_dsts"`
+	LocalSyns    *ebpf.Map `ebpf:"local_syns"`
+	Lost         *ebpf.Map `ebpf:"lost"`
+	ProbeComms   *ebpf.Map `ebpf:"probe_comms"`
+	ScopeAccepts *ebpf.Map `ebpf:"scope_accepts"`
+	Scopes       *ebpf.Map `ebpf:"scopes"`
 }
 
 func (m *inflightMaps) Close() error {
@@ -194,6 +218,8 @@ func (m *inflightMaps) Close() error {
 		m.LocalDsts,
 		m.LocalSyns,
 		m.Lost,
+		m.ProbeComms,
+		m.ScopeAccepts,
 		m.Scopes,
 	)
 }

@@ -22,6 +22,9 @@ type Options struct {
 	// WatchAll reports events of every network namespace and cgroup (trace
 	// without filters). Otherwise only scopes added with Watch* are reported.
 	WatchAll bool
+	// Detail reports every accept of every watched network namespace as an
+	// event (trace with filters), as if SetDetail were on for each.
+	Detail bool
 	// Buffer is the capacity of the Events channel (default 8192). When the
 	// consumer falls behind, events are dropped and counted, never queued
 	// without bound.
@@ -84,6 +87,10 @@ type Kernel struct {
 	finalLost atomic.Pointer[uint64]
 	closeOnce sync.Once
 	closeErr  error
+
+	// detailAll is Options.Detail or WatchAll: every watched netns sends a
+	// record per accept.
+	detailAll bool
 }
 
 // Open checks the environment, loads and attaches every probe the
@@ -97,7 +104,8 @@ func Open(opts Options) (*Kernel, error) {
 	if opts.Buffer <= 0 {
 		opts.Buffer = 8192
 	}
-	k := &Kernel{log: opts.Logger, events: make(chan collector.Event, opts.Buffer), done: make(chan struct{}), stop: make(chan struct{})}
+	k := &Kernel{log: opts.Logger, events: make(chan collector.Event, opts.Buffer), done: make(chan struct{}), stop: make(chan struct{}),
+		detailAll: opts.Detail || opts.WatchAll}
 	if err := k.load(opts); err != nil {
 		return nil, err
 	}

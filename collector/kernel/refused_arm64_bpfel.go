@@ -13,9 +13,27 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type refusedAcceptStats struct {
+	_       structs.HostLayout
+	Accepts uint64
+	Probes  uint64
+	Held    uint64
+	LastNs  uint64
+	Ring    [32]struct {
+		_      structs.HostLayout
+		TsNs   uint64
+		Cookie uint64
+	}
+}
+
 type refusedAddrKey struct {
 	_ structs.HostLayout
 	A [16]uint8
+}
+
+type refusedCommKey struct {
+	_ structs.HostLayout
+	C [16]int8
 }
 
 type refusedConn struct {
@@ -83,6 +101,8 @@ const (
 	refusedMapLocalDsts         = "local_dsts"
 	refusedMapLocalSyns         = "local_syns"
 	refusedMapLost              = "lost"
+	refusedMapProbeComms        = "probe_comms"
+	refusedMapScopeAccepts      = "scope_accepts"
 	refusedMapScopes            = "scopes"
 	refusedProgKfreeSkbNoSocket = "kfree_skb_no_socket"
 	refusedProgKfreeSkbRcvSyn   = "kfree_skb_rcv_syn"
@@ -143,13 +163,15 @@ type refusedProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type refusedMapSpecs struct {
-	ConnFull  *ebpf.MapSpec `ebpf:"conn_full"`
-	Conns     *ebpf.MapSpec `ebpf:"conns"`
-	Events    *ebpf.MapSpec `ebpf:"events"`
-	LocalDsts *ebpf.MapSpec `ebpf:"local_dsts"`
-	LocalSyns *ebpf.MapSpec `ebpf:"local_syns"`
-	Lost      *ebpf.MapSpec `ebpf:"lost"`
-	Scopes    *ebpf.MapSpec `ebpf:"scopes"`
+	ConnFull     *ebpf.MapSpec `ebpf:"conn_full"`
+	Conns        *ebpf.MapSpec `ebpf:"conns"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	LocalDsts    *ebpf.MapSpec `ebpf:"local_dsts"`
+	LocalSyns    *ebpf.MapSpec `ebpf:"local_syns"`
+	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	ProbeComms   *ebpf.MapSpec `ebpf:"probe_comms"`
+	ScopeAccepts *ebpf.MapSpec `ebpf:"scope_accepts"`
+	Scopes       *ebpf.MapSpec `ebpf:"scopes"`
 }
 
 // refusedVariableSpecs contains global variables before they are loaded into the kernel.
@@ -181,13 +203,15 @@ func (o *refusedObjects) Close() error {
 //
 // It can be passed to loadRefusedObjects or ebpf.CollectionSpec.LoadAndAssign.
 type refusedMaps struct {
-	ConnFull  *ebpf.Map `ebpf:"conn_full"`
-	Conns     *ebpf.Map `ebpf:"conns"`
-	Events    *ebpf.Map `ebpf:"events"`
-	LocalDsts *ebpf.Map `ebpf:"local_dsts"`
-	LocalSyns *ebpf.Map `ebpf:"local_syns"`
-	Lost      *ebpf.Map `ebpf:"lost"`
-	Scopes    *ebpf.Map `ebpf:"scopes"`
+	ConnFull     *ebpf.Map `ebpf:"conn_full"`
+	Conns        *ebpf.Map `ebpf:"conns"`
+	Events       *ebpf.Map `ebpf:"events"`
+	LocalDsts    *ebpf.Map `ebpf:"local_dsts"`
+	LocalSyns    *ebpf.Map `ebpf:"local_syns"`
+	Lost         *ebpf.Map `ebpf:"lost"`
+	ProbeComms   *ebpf.Map `ebpf:"probe_comms"`
+	ScopeAccepts *ebpf.Map `ebpf:"scope_accepts"`
+	Scopes       *ebpf.Map `ebpf:"scopes"`
 }
 
 func (m *refusedMaps) Close() error {
@@ -198,6 +222,8 @@ func (m *refusedMaps) Close() error {
 		m.LocalDsts,
 		m.LocalSyns,
 		m.Lost,
+		m.ProbeComms,
+		m.ScopeAccepts,
 		m.Scopes,
 	)
 }

@@ -22,7 +22,7 @@ import (
 func TestResetAndCloseCause(t *testing.T) {
 	const abortOnClose = 11 // SK_RST_REASON_TCP_ABORT_ON_CLOSE
 	l := newLab(t)
-	k := openTestKernel(t, Options{})
+	k := openTestKernel(t, Options{Detail: true})
 	srv := l.server.Inode()
 	if err := k.WatchNetns(srv); err != nil {
 		t.Fatal(err)

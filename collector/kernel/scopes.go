@@ -16,15 +16,19 @@ type (
 	scopeKey = sockStateScopeKey
 )
 
-// Scope kinds, as in bpf/drainwatch.h.
+// Scope kinds and flags, as in bpf/drainwatch.h.
 const (
 	scopeNetns  = 1
 	scopeCgroup = 2
+
+	scopeWatched uint8 = 1
+	scopeDetail  uint8 = 2
 )
 
 // sharedMapNames are defined by every BPF object; the loader creates them
 // once and hands the same maps to every object.
-var sharedMapNames = []string{"scopes", "events", "lost", "conns", "conn_full", "local_dsts", "local_syns"}
+var sharedMapNames = []string{"scopes", "events", "lost", "conns", "conn_full", "local_dsts", "local_syns",
+	"scope_accepts", "probe_comms"}
 
 type sharedMaps struct {
 	byName map[string]*ebpf.Map
@@ -111,16 +115,31 @@ func (m sharedMaps) perCPUSum(name, what string) (uint64, error) {
 }
 
 // WatchNetns reports socket, signal and exit events of the network
-// namespace with this inode (see NetnsInode).
-func (k *Kernel) WatchNetns(ino uint32) error { return k.watch(scopeNetns, uint64(ino)) }
+// namespace with this inode (see NetnsInode). Its accepts are counted in
+// the kernel (ScopeAccepts), each reported as an event only with detail
+// (SetDetail, Options.Detail). Watching it again keeps its detail and
+// counts (a restart resuming pinned maps).
+func (k *Kernel) WatchNetns(ino uint32) error {
+	if err := k.holdAccepts(ino); err != nil {
+		return err
+	}
+	flags, _ := k.netnsFlags(ino)
+	flags |= scopeWatched
+	if k.detailAll {
+		flags |= scopeDetail
+	}
+	return k.watch(scopeNetns, uint64(ino), flags)
+}
 
 // UnwatchNetns stops reporting a network namespace. Unknown ones are ignored.
-func (k *Kernel) UnwatchNetns(ino uint32) error { return k.unwatch(scopeNetns, uint64(ino)) }
+func (k *Kernel) UnwatchNetns(ino uint32) error {
+	return errors.Join(k.unwatch(scopeNetns, uint64(ino)), k.dropAccepts(ino))
+}
 
 // WatchCgroup reports signal and exit events of tasks in the cgroup v2 with
 // this id (see CgroupID). Socket events are attributed by network namespace
 // only: they run in softirq, without a meaningful task.
-func (k *Kernel) WatchCgroup(id uint64) error { return k.watch(scopeCgroup, id) }
+func (k *Kernel) WatchCgroup(id uint64) error { return k.watch(scopeCgroup, id, scopeWatched) }
 
 // UnwatchCgroup stops reporting a cgroup. Unknown ones are ignored.
 func (k *Kernel) UnwatchCgroup(id uint64) error { return k.unwatch(scopeCgroup, id) }
@@ -160,9 +179,9 @@ func addrKey(a netip.Addr) [16]byte {
 	return a.As16()
 }
 
-func (k *Kernel) watch(kind uint32, id uint64) error {
+func (k *Kernel) watch(kind uint32, id uint64, flags uint8) error {
 	key := scopeKey{Id: id, Kind: kind}
-	if err := k.maps.scopes.Update(&key, uint8(1), ebpf.UpdateAny); err != nil {
+	if err := k.maps.scopes.Update(&key, flags, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("watching scope %d/%d: %w", kind, id, err)
 	}
 	return nil

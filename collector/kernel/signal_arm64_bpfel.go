@@ -13,9 +13,27 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type signalAcceptStats struct {
+	_       structs.HostLayout
+	Accepts uint64
+	Probes  uint64
+	Held    uint64
+	LastNs  uint64
+	Ring    [32]struct {
+		_      structs.HostLayout
+		TsNs   uint64
+		Cookie uint64
+	}
+}
+
 type signalAddrKey struct {
 	_ structs.HostLayout
 	A [16]uint8
+}
+
+type signalCommKey struct {
+	_ structs.HostLayout
+	C [16]int8
 }
 
 type signalConn struct {
@@ -83,6 +101,8 @@ const (
 	signalMapLocalDsts       = "local_dsts"
 	signalMapLocalSyns       = "local_syns"
 	signalMapLost            = "lost"
+	signalMapProbeComms      = "probe_comms"
+	signalMapScopeAccepts    = "scope_accepts"
 	signalMapScopes          = "scopes"
 	signalProgSignalGenerate = "signal_generate"
 	signalVarCookieHelper    = "cookie_helper"
@@ -138,13 +158,15 @@ type signalProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type signalMapSpecs struct {
-	ConnFull  *ebpf.MapSpec `ebpf:"conn_full"`
-	Conns     *ebpf.MapSpec `ebpf:"conns"`
-	Events    *ebpf.MapSpec `ebpf:"events"`
-	LocalDsts *ebpf.MapSpec `ebpf:"local_dsts"`
-	LocalSyns *ebpf.MapSpec `ebpf:"local_syns"`
-	Lost      *ebpf.MapSpec `ebpf:"lost"`
-	Scopes    *ebpf.MapSpec `ebpf:"scopes"`
+	ConnFull     *ebpf.MapSpec `ebpf:"conn_full"`
+	Conns        *ebpf.MapSpec `ebpf:"conns"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	LocalDsts    *ebpf.MapSpec `ebpf:"local_dsts"`
+	LocalSyns    *ebpf.MapSpec `ebpf:"local_syns"`
+	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	ProbeComms   *ebpf.MapSpec `ebpf:"probe_comms"`
+	ScopeAccepts *ebpf.MapSpec `ebpf:"scope_accepts"`
+	Scopes       *ebpf.MapSpec `ebpf:"scopes"`
 }
 
 // signalVariableSpecs contains global variables before they are loaded into the kernel.
@@ -175,13 +197,15 @@ func (o *signalObjects) Close() error {
 //
 // It can be passed to loadSignalObjects or ebpf.CollectionSpec.LoadAndAssign.
 type signalMaps struct {
-	ConnFull  *ebpf.Map `ebpf:"conn_full"`
-	Conns     *ebpf.Map `ebpf:"conns"`
-	Events    *ebpf.Map `ebpf:"events"`
-	LocalDsts *ebpf.Map `ebpf:"local_dsts"`
-	LocalSyns *ebpf.Map `ebpf:"local_syns"`
-	Lost      *ebpf.Map `ebpf:"lost"`
-	Scopes    *ebpf.Map `ebpf:"scopes"`
+	ConnFull     *ebpf.Map `ebpf:"conn_full"`
+	Conns        *ebpf.Map `ebpf:"conns"`
+	Events       *ebpf.Map `ebpf:"events"`
+	LocalDsts    *ebpf.Map `ebpf:"local_dsts"`
+	LocalSyns    *ebpf.Map `ebpf:"local_syns"`
+	Lost         *ebpf.Map `ebpf:"lost"`
+	ProbeComms   *ebpf.Map `ebpf:"probe_comms"`
+	ScopeAccepts *ebpf.Map `ebpf:"scope_accepts"`
+	Scopes       *ebpf.Map `ebpf:"scopes"`
 }
 
 func (m *signalMaps) Close() error {
@@ -192,6 +216,8 @@ func (m *signalMaps) Close() error {
 		m.LocalDsts,
 		m.LocalSyns,
 		m.Lost,
+		m.ProbeComms,
+		m.ScopeAccepts,
 		m.Scopes,
 	)
 }

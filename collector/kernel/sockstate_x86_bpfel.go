@@ -13,9 +13,27 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type sockStateAcceptStats struct {
+	_       structs.HostLayout
+	Accepts uint64
+	Probes  uint64
+	Held    uint64
+	LastNs  uint64
+	Ring    [32]struct {
+		_      structs.HostLayout
+		TsNs   uint64
+		Cookie uint64
+	}
+}
+
 type sockStateAddrKey struct {
 	_ structs.HostLayout
 	A [16]uint8
+}
+
+type sockStateCommKey struct {
+	_ structs.HostLayout
+	C [16]int8
 }
 
 type sockStateConn struct {
@@ -111,6 +129,8 @@ const (
 	sockStateMapLocalDsts    = "local_dsts"
 	sockStateMapLocalSyns    = "local_syns"
 	sockStateMapLost         = "lost"
+	sockStateMapProbeComms   = "probe_comms"
+	sockStateMapScopeAccepts = "scope_accepts"
 	sockStateMapScopes       = "scopes"
 	sockStateProgSockState   = "sock_state"
 	sockStateVarCookieHelper = "cookie_helper"
@@ -167,13 +187,15 @@ type sockStateProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockStateMapSpecs struct {
-	ConnFull  *ebpf.MapSpec `ebpf:"conn_full"`
-	Conns     *ebpf.MapSpec `ebpf:"conns"`
-	Events    *ebpf.MapSpec `ebpf:"events"`
-	LocalDsts *ebpf.MapSpec `ebpf:"local_dsts"`
-	LocalSyns *ebpf.MapSpec `ebpf:"local_syns"`
-	Lost      *ebpf.MapSpec `ebpf:"lost"`
-	Scopes    *ebpf.MapSpec `ebpf:"scopes"`
+	ConnFull     *ebpf.MapSpec `ebpf:"conn_full"`
+	Conns        *ebpf.MapSpec `ebpf:"conns"`
+	Events       *ebpf.MapSpec `ebpf:"events"`
+	LocalDsts    *ebpf.MapSpec `ebpf:"local_dsts"`
+	LocalSyns    *ebpf.MapSpec `ebpf:"local_syns"`
+	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	ProbeComms   *ebpf.MapSpec `ebpf:"probe_comms"`
+	ScopeAccepts *ebpf.MapSpec `ebpf:"scope_accepts"`
+	Scopes       *ebpf.MapSpec `ebpf:"scopes"`
 }
 
 // sockStateVariableSpecs contains global variables before they are loaded into the kernel.
@@ -205,13 +227,15 @@ func (o *sockStateObjects) Close() error {
 //
 // It can be passed to loadSockStateObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockStateMaps struct {
-	ConnFull  *ebpf.Map `ebpf:"conn_full"`
-	Conns     *ebpf.Map `ebpf:"conns"`
-	Events    *ebpf.Map `ebpf:"events"`
-	LocalDsts *ebpf.Map `ebpf:"local_dsts"`
-	LocalSyns *ebpf.Map `ebpf:"local_syns"`
-	Lost      *ebpf.Map `ebpf:"lost"`
-	Scopes    *ebpf.Map `ebpf:"scopes"`
+	ConnFull     *ebpf.Map `ebpf:"conn_full"`
+	Conns        *ebpf.Map `ebpf:"conns"`
+	Events       *ebpf.Map `ebpf:"events"`
+	LocalDsts    *ebpf.Map `ebpf:"local_dsts"`
+	LocalSyns    *ebpf.Map `ebpf:"local_syns"`
+	Lost         *ebpf.Map `ebpf:"lost"`
+	ProbeComms   *ebpf.Map `ebpf:"probe_comms"`
+	ScopeAccepts *ebpf.Map `ebpf:"scope_accepts"`
+	Scopes       *ebpf.Map `ebpf:"scopes"`
 }
 
 func (m *sockStateMaps) Close() error {
@@ -222,6 +246,8 @@ func (m *sockStateMaps) Close() error {
 		m.LocalDsts,
 		m.LocalSyns,
 		m.Lost,
+		m.ProbeComms,
+		m.ScopeAccepts,
 		m.Scopes,
 	)
 }

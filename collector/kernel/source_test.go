@@ -22,7 +22,7 @@ import (
 func TestLocalSourceOfConnections(t *testing.T) {
 	const probes, clients = 5, 3
 	l := newLab(t)
-	k := openTestKernel(t, Options{})
+	k := openTestKernel(t, Options{Detail: true})
 	srv := l.server.Inode()
 	if err := k.WatchNetns(srv); err != nil {
 		t.Fatal(err)

@@ -36,6 +36,11 @@ type Watcher interface {
 	UnwatchCgroup(id uint64) error
 	WatchAddr(a netip.Addr) error
 	UnwatchAddr(a netip.Addr) error
+	// SetDetail turns a record per accept of a watched netns on or off;
+	// ScopeAccepts reads the accepts the kernel held without records
+	// (see kernel.SetDetail for the exact handover).
+	SetDetail(ino uint32, on bool) error
+	ScopeAccepts(ino uint32) (collector.AcceptSummary, error)
 }
 
 // ScopeRecord is one pod's watched kernel scopes, as a checkpoint keeps them.
@@ -50,6 +55,9 @@ type Binder interface {
 	BindNetns(podUID string, ino uint32)
 	BindCgroup(podUID, container string, cgroupID uint64)
 	HostNetwork(podUID string)
+	// AcceptSummary takes the accepts the kernel held for a pod until its
+	// termination began.
+	AcceptSummary(s collector.AcceptSummary)
 }
 
 // podScope is what the kernel watches for one pod: its network namespace
@@ -64,6 +72,10 @@ type podScope struct {
 	cgroups    map[string]uint64 // container name → cgroup id
 	gone       time.Time         // when the API deleted the pod
 	updated    time.Time         // last API update
+	// terminating: the API asked for the pod's deletion; detail: its
+	// netns sends a record per accept since (see detail).
+	terminating bool
+	detail      bool
 }
 
 // pending reports whether some scope of the pod is still unknown.
@@ -115,6 +127,7 @@ func (s *Scopes) PodUpdate(p collector.Pod, now time.Time) {
 	}
 	ps.gone = time.Time{} // listed by the API: alive (or terminating)
 	ps.updated = now
+	ps.terminating = ps.terminating || !p.DeletionTimestamp.IsZero()
 	for _, c := range p.Containers {
 		if c.ID != "" && ps.containers[c.Name] != c.ID {
 			ps.containers[c.Name] = c.ID

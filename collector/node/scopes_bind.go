@@ -107,6 +107,7 @@ func (s *Scopes) watchNetns(ps *podScope, ino uint32) bool {
 	s.netnsOwner[ino] = ps.uid
 	s.corr.BindNetns(ps.uid, ino)
 	s.log.Debug().Str("pod_uid", ps.uid).Uint32("netns", ino).Msg("watching pod network namespace")
+	s.detail(ps)
 	return true
 }
 

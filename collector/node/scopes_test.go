@@ -40,9 +40,10 @@ func (k *scopeKernel) UnwatchAddr(netip.Addr) error  { return nil }
 
 type nopBinder struct{}
 
-func (nopBinder) BindNetns(string, uint32)          {}
-func (nopBinder) BindCgroup(string, string, uint64) {}
-func (nopBinder) HostNetwork(string)                {}
+func (nopBinder) BindNetns(string, uint32)              {}
+func (nopBinder) BindCgroup(string, string, uint64)     {}
+func (nopBinder) HostNetwork(string)                    {}
+func (nopBinder) AcceptSummary(collector.AcceptSummary) {}
 
 const scopePod = "0c1d2e3f-0000-4000-8000-00000000000a"
 

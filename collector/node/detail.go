@@ -1,0 +1,58 @@
+package node
+
+import (
+	"errors"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// A pod's accepts cost the node a map update in the kernel, not a record
+// each, until its termination begins: from then on the correlator needs
+// them one by one (accepted_after_endpoints_not_ready, the connections
+// accepted after the stop signal). Scopes turns the records on when the
+// pod starts terminating and hands the correlator what the kernel held
+// until then. They stay on until the pod's scopes are released at the end
+// of its termination's tail (Release), which removes the netns from the
+// kernel's maps altogether.
+
+// Terminating notes that the API asked for the pod's deletion. Call it
+// before the correlator takes the API event that begins the termination:
+// the accepts held until now then reach it as the pod's history, which the
+// termination takes over. A pod whose netns is not watched yet gets its
+// records as soon as it is.
+func (s *Scopes) Terminating(uid string) {
+	ps := s.pods[uid]
+	if ps == nil {
+		return
+	}
+	ps.terminating = true
+	s.detail(ps)
+}
+
+// detail turns on the accept records of a terminating pod's watched netns
+// and hands the held accepts to the correlator, once per run (the
+// correlator ignores a second reading of the same history after a
+// restart).
+func (s *Scopes) detail(ps *podScope) {
+	if !ps.terminating || ps.detail || ps.netns == 0 || ps.hostNet || s.netnsOwner[ps.netns] != ps.uid {
+		return
+	}
+	log := s.log.With().Str("pod_uid", ps.uid).Uint32("netns", ps.netns).Logger()
+	err := s.kernel.SetDetail(ps.netns, true)
+	inexact := errors.Is(err, collector.ErrHandoverInexact)
+	if err != nil && !inexact {
+		log.Warn().Err(err).Msg("turning on accept records for a terminating pod: its accepts are not counted")
+		return
+	}
+	if inexact {
+		log.Warn().Err(err).Msg("accept records on without an exact handover: the termination's accept counts are partial")
+	}
+	ps.detail = true
+	sum, err := s.kernel.ScopeAccepts(ps.netns)
+	if err != nil {
+		log.Warn().Err(err).Msg("reading the accepts the kernel held: the termination's accept counts are partial")
+		sum, inexact = collector.AcceptSummary{}, true
+	}
+	sum.PodUID, sum.NetnsIno, sum.Inexact = ps.uid, ps.netns, sum.Inexact || inexact
+	s.corr.AcceptSummary(sum)
+}

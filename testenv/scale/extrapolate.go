@@ -1,0 +1,4 @@
+package scale
+
+// Extrapolation is filled in below.
+func (r Report) Extrapolation() string { return "" }

@@ -42,7 +42,7 @@ type hollowKubelet struct {
 
 // kubeletWorkers bounds the API writes in flight, as the kubelet's pod
 // workers do on each node (here for all nodes at once).
-const kubeletWorkers = 8
+const kubeletWorkers = 32
 
 func newHollowKubelet(client kubernetes.Interface, stopAfter time.Duration, log zerolog.Logger) *hollowKubelet {
 	h := &hollowKubelet{

@@ -81,7 +81,7 @@ func startDaemons(ctx context.Context, d Design, nodes []string, base *rest.Conf
 
 // syncTimeout bounds the daemons' first lists (each client has
 // client-go's default 5 QPS, as the daemon does).
-const syncTimeout = 3 * time.Minute
+const syncTimeout = 6 * time.Minute
 
 func waitSynced(ctx context.Context, ds []*daemon, within time.Duration) error {
 	deadline := time.Now().Add(within)

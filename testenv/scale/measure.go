@@ -53,6 +53,9 @@ const sampleEvery = time.Second
 
 func (c *cluster) measure(ctx context.Context, d Design) (Result, error) {
 	r := Result{Design: d}
+	if err := c.deleteEvents(ctx); err != nil {
+		return r, err
+	}
 	idle, err := scrape(ctx, c.admin)
 	if err != nil {
 		return r, err

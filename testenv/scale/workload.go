@@ -123,3 +123,20 @@ func (w workload) settled(ctx context.Context, c kubernetes.Interface) (bool, er
 	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.AvailableReplicas == want &&
 		s.Replicas == want && s.ReadyReplicas == want, nil
 }
+
+// deleteEvents removes the Events of earlier rollouts, so every design
+// starts from the same state: otherwise the naive design's first list of
+// every pod Event would grow with each design run before it.
+func (c *cluster) deleteEvents(ctx context.Context) error {
+	seen := map[string]bool{}
+	for _, w := range c.workloads {
+		if seen[w.namespace] {
+			continue
+		}
+		seen[w.namespace] = true
+		if err := c.admin.CoreV1().Events(w.namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return fmt.Errorf("deleting the Events of %s: %w", w.namespace, err)
+		}
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package scale
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -11,7 +12,10 @@ type Result struct {
 	Design  Design
 	Daemons int
 	Rollout time.Duration
-	Server  ServerCost
+	// Incomplete is set when the rollout did not finish within the
+	// timeout: the counts cover the rollout up to then.
+	Incomplete bool
+	Server     ServerCost
 	// Start and Rollout are what the daemons received, summed over all of
 	// them: while starting (first lists) and during the rollout.
 	Start, During ClientCost
@@ -51,6 +55,9 @@ type ClientCost struct {
 
 const sampleEvery = time.Second
 
+// errNotSettled is a rollout still under way at its timeout.
+var errNotSettled = errors.New("rollout not complete")
+
 func (c *cluster) measure(ctx context.Context, d Design) (Result, error) {
 	r := Result{Design: d}
 	if err := c.deleteEvents(ctx); err != nil {
@@ -83,7 +90,10 @@ func (c *cluster) measure(ctx context.Context, d Design) (Result, error) {
 		}
 	}
 	sampler := &peaks{pid: c.apiPID, daemons: daemons, byResource: map[string]float64{}}
-	if r.Rollout, err = c.waitSettled(ctx, c.cfg.RolloutTimeout, func() { sampler.sample(ctx, c) }); err != nil {
+	if r.Rollout, err = c.waitSettled(ctx, c.cfg.RolloutTimeout, func() { sampler.sample(ctx, c) }); errors.Is(err, errNotSettled) {
+		c.cfg.Progress("%s: %v; measured up to now", d, err)
+		r.Rollout, r.Incomplete = c.cfg.RolloutTimeout, true
+	} else if err != nil {
 		return r, err
 	}
 	cpu1, _ := cpuSeconds(c.apiPID)
@@ -179,7 +189,7 @@ func (c *cluster) waitSettled(ctx context.Context, within time.Duration, sample 
 			return time.Since(start), nil
 		}
 		if time.Since(start) > within {
-			return 0, fmt.Errorf("rollout not complete within %s (%d pods exist, %d wanted)", within, len(c.kubelet.inf.GetStore().ListKeys()), c.pods)
+			return 0, fmt.Errorf("%w within %s (%d pods exist, %d wanted)", errNotSettled, within, len(c.kubelet.inf.GetStore().ListKeys()), c.pods)
 		}
 		select {
 		case <-ctx.Done():

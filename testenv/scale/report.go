@@ -38,7 +38,12 @@ func (r Report) Table() string {
 	}
 	row("design", func(x Result) string { return string(x.Design) })
 	row("daemons", func(x Result) string { return fmt.Sprint(x.Daemons) })
-	row("rollout (s)", func(x Result) string { return fmt.Sprintf("%.0f", x.Rollout.Seconds()) })
+	row("rollout (s)", func(x Result) string {
+		if x.Incomplete {
+			return fmt.Sprintf("> %.0f, not complete", x.Rollout.Seconds())
+		}
+		return fmt.Sprintf("%.0f", x.Rollout.Seconds())
+	})
 	r.watchRows(row)
 	r.clientRows(row)
 	r.serverRows(row, base, hasBase)

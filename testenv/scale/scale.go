@@ -110,7 +110,7 @@ func newCluster(ctx context.Context, cfg Config, cp *controlplane.ControlPlane) 
 	if c.workloads, err = createWorkloads(ctx, c.admin, cfg); err != nil {
 		return nil, err
 	}
-	if _, err := c.waitSettled(ctx, cfg.RolloutTimeout, nil); err != nil {
+	if _, err := c.waitSettled(ctx, 2*cfg.RolloutTimeout, nil); err != nil {
 		return nil, fmt.Errorf("first deployment: %w", err)
 	}
 	return c, nil

@@ -49,7 +49,8 @@ type ClientCost struct {
 	// at once over all daemons (sampled every second).
 	WatchRequests uint64
 	PeakWatches   int64
-	// Gzipped counts responses the API server compressed (lists).
+	// Gzipped counts responses the API server compressed (watch streams
+	// too: Go's transport asks for gzip).
 	Gzipped uint64
 }
 

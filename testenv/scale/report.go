@@ -66,7 +66,7 @@ func (r Report) watchRows(row rowFunc) {
 	row("daemons: watches opened during rollout", func(x Result) string { return fmt.Sprint(x.During.WatchRequests) })
 	row("daemons: requests during rollout", func(x Result) string { return fmt.Sprint(x.During.Requests) })
 	row("daemons: EndpointSlice watches restarted (relisted)", func(x Result) string { return fmt.Sprint(x.During.Objects.sliceRestarts) })
-	row("daemons: gzipped responses during rollout", func(x Result) string { return fmt.Sprint(x.During.Gzipped) })
+	row("daemons: gzipped responses (watches too) during rollout", func(x Result) string { return fmt.Sprint(x.During.Gzipped) })
 }
 
 func (r Report) clientRows(row rowFunc) {

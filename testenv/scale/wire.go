@@ -29,7 +29,7 @@ type wire struct {
 	watches   atomic.Int64 // open now
 	watchMax  atomic.Int64
 	watchesOp atomic.Uint64 // watch requests made
-	gzipped   atomic.Uint64 // responses the API server compressed
+	gzipped   atomic.Uint64 // responses the API server compressed (watch streams too)
 }
 
 // config returns a copy of base whose requests all go through one

@@ -27,7 +27,7 @@ K8SSD            := $(CACHE)/k8ssd-$(PROM_SD_VERSION)/k8ssd
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 
 .PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane \
-        vmkernel helm opconfig check-tidy test test-unit vet lab clean image bench
+        vmkernel helm opconfig check-tidy test test-unit vet lab clean image bench scale
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
@@ -95,6 +95,11 @@ test: deps mounts controlplane helm opconfig vmkernel check-tidy check-generate 
 
 lab: deps mounts controlplane build ## The seeds' experiment and a rolling update, end to end (root).
 	$(GO) run ./testenv/cmd/lab
+
+SCALE_FLAGS ?=
+
+scale: controlplane ## What drainwatch's kube side costs the API server: 200 hollow nodes, a 2,000-pod rollout, scoped vs naive (not in make test; SCALE_FLAGS="--nodes 20 --pods 200").
+	$(GO) run ./testenv/cmd/scale $(SCALE_FLAGS)
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,145 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"k8s.io/client-go/rest"
+
+	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/collector/kube"
+)
+
+// Design is what each node's daemon watches.
+type Design string
+
+const (
+	// None runs no daemon: the control plane's own cost, the baseline.
+	None Design = "none"
+	// Scoped is drainwatch's kube side as `drainwatch run` builds it
+	// (collector/kube.New with the node's name).
+	Scoped Design = "scoped"
+	// Naive watches the node's pods like Scoped, but every EndpointSlice
+	// and every pod Event of the cluster.
+	Naive Design = "naive"
+)
+
+// received counts objects a daemon's informers handed to it (list items
+// and watch events), by resource.
+type received struct {
+	pods, services, slices, events uint64
+	// sliceRestarts counts EndpointSlice watches restarted (a new list)
+	// because the services selecting local pods changed.
+	sliceRestarts uint64
+}
+
+// watcher is one node's daemon, kube side only.
+type watcher interface {
+	run(ctx context.Context) error
+	synced() bool
+	received() received
+}
+
+// daemon is one node's watcher with its own connection and counters.
+type daemon struct {
+	node string
+	wire *wire
+	w    watcher
+}
+
+// startDaemons starts one daemon per node, each with its own client, and
+// waits until every one has listed its node's pods.
+func startDaemons(ctx context.Context, d Design, nodes []string, base *rest.Config, log zerolog.Logger) ([]*daemon, func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	stop := func() { cancel(); wg.Wait() }
+	out := make([]*daemon, 0, len(nodes))
+	for _, node := range nodes {
+		dm, err := newDaemon(d, node, base, log)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		out = append(out, dm)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := dm.w.run(ctx); err != nil {
+				log.Error().Err(err).Str("node", dm.node).Msg("daemon stopped")
+			}
+		}()
+	}
+	if err := waitSynced(ctx, out, syncTimeout); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return out, stop, nil
+}
+
+// syncTimeout bounds the daemons' first lists (each client has
+// client-go's default 5 QPS, as the daemon does).
+const syncTimeout = 6 * time.Minute
+
+func waitSynced(ctx context.Context, ds []*daemon, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for i := 0; i < len(ds); {
+		if ds[i].w.synced() {
+			i++
+			continue
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("daemon of %s has not listed its pods within %s", ds[i].node, within)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func newDaemon(d Design, node string, base *rest.Config, log zerolog.Logger) (*daemon, error) {
+	dm := &daemon{node: node, wire: &wire{}}
+	cfg, err := dm.wire.config(base)
+	if err != nil {
+		return nil, fmt.Errorf("building the client of %s: %w", node, err)
+	}
+	switch d {
+	case Scoped:
+		k, err := kube.New(kube.Config{NodeName: node, Rest: cfg, Sink: discard{}, Log: log.With().Str("node", node).Logger()})
+		if err != nil {
+			return nil, err
+		}
+		dm.w = scoped{k}
+	case Naive:
+		if dm.w, err = newNaive(node, cfg); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("design %q runs no daemon", d)
+	}
+	return dm, nil
+}
+
+// scoped adapts collector/kube's Kube.
+type scoped struct{ k *kube.Kube }
+
+func (s scoped) run(ctx context.Context) error { return s.k.Run(ctx) }
+func (s scoped) synced() bool                  { return s.k.Synced() }
+func (s scoped) received() received {
+	st := s.k.Stats()
+	return received{pods: st.PodEvents, services: st.ServiceEvents, slices: st.SliceEvents, events: st.KubeletEvents, sliceRestarts: st.SliceWatchRestarts}
+}
+
+// discard stands in for the correlator: the API server's cost does not
+// depend on what the daemon does with what it receives.
+type discard struct{}
+
+func (discard) Pod(collector.PodUpdate)           {}
+func (discard) PodDeleted(collector.PodDeleted)   {}
+func (discard) Kubelet(collector.KubeletEvent)    {}
+func (discard) Endpoint(collector.EndpointUpdate) {}

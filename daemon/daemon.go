@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/drainwatch/drainwatch/collector/kube"
 	"github.com/drainwatch/drainwatch/collector/node"
@@ -122,11 +123,15 @@ func (d *Daemon) runWired(ctx context.Context) error {
 	kctx, stopKube := context.WithCancel(ctx)
 	defer stopKube()
 	kubeErr := make(chan error, 1)
-	if err := d.startKube(kctx, kubeErr); err != nil {
+	rc, err := d.restConfig()
+	if err == nil {
+		err = d.startKube(kctx, rc, kubeErr)
+	}
+	if err != nil {
 		d.kernel.Close()
 		return err
 	}
-	srvErr := d.startServer(kctx)
+	srvErr := d.startServer(kctx, rc)
 	loopErr := d.loop(ctx, kubeErr, srvErr)
 	stopKube()
 	closeErr := d.closeKernel()
@@ -143,15 +148,17 @@ func (d *Daemon) runWired(ctx context.Context) error {
 	return errors.Join(loopErr, closeErr, cpErr)
 }
 
-func (d *Daemon) startKube(ctx context.Context, errc chan<- error) error {
-	d.sink = apiSink{events: d.api, done: ctx.Done()}
-	rest := d.cfg.Rest
-	if rest == nil {
-		var err error
-		if rest, err = kube.RestConfig(d.cfg.Kubeconfig); err != nil {
-			return err
-		}
+// restConfig is Config.Rest, else the kubeconfig's or the in-cluster
+// configuration.
+func (d *Daemon) restConfig() (*rest.Config, error) {
+	if d.cfg.Rest != nil {
+		return d.cfg.Rest, nil
 	}
+	return kube.RestConfig(d.cfg.Kubeconfig)
+}
+
+func (d *Daemon) startKube(ctx context.Context, rest *rest.Config, errc chan<- error) error {
+	d.sink = apiSink{events: d.api, done: ctx.Done()}
 	kube, err := kube.New(kube.Config{
 		NodeName: d.cfg.NodeName, Rest: rest, Sink: d.sink, Now: d.cfg.Now,
 		Log: d.log.With().Str("component", "kube").Logger(),

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/client-go/kubernetes"
@@ -76,9 +77,8 @@ func newKubeAuth(rc *rest.Config, log zerolog.Logger) (*kubeAuth, error) {
 }
 
 // protect serves next only to a request whose bearer token the API server
-// accepts (else 401) and whose user may use the verb on the path as a
-// non-resource URL (else 403): GET /metrics needs
-// `nonResourceURLs: ["/metrics"], verbs: ["get"]`.
+// accepts (else 401) and whose user RBAC allows it (else 403, see
+// attributesFor).
 func (a *kubeAuth) protect(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res, ok, err := a.authn.AuthenticateRequest(r)
@@ -87,9 +87,7 @@ func (a *kubeAuth) protect(next http.Handler) http.Handler {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
-		attrs := authorizer.AttributesRecord{
-			User: res.User, Verb: strings.ToLower(r.Method), Path: r.URL.Path, ResourceRequest: false,
-		}
+		attrs := attributesFor(res.User, r)
 		decision, reason, err := a.authz.Authorize(r.Context(), attrs)
 		if err != nil || decision != authorizer.DecisionAllow {
 			a.log.Debug().Err(err).Str("user", res.User.GetName()).Str("path", r.URL.Path).Str("reason", reason).
@@ -100,4 +98,44 @@ func (a *kubeAuth) protect(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// APIGroup is the API group of the virtual resource "terminations" that
+// RBAC rules name to read the daemons' terminations:
+// `apiGroups: ["drainwatch.io"], resources: ["terminations"], verbs: ["get", "list"]`.
+// No API server serves it: the daemon asks for it in its
+// SubjectAccessReviews.
+const APIGroup = "drainwatch.io"
+
+// attributesFor is what a request asks RBAC for. /metrics is a non-resource
+// URL, like every Prometheus target protected the Kubernetes way
+// (`nonResourceURLs: ["/metrics"], verbs: ["get"]`). The API and the UI
+// are not: the default ClusterRole system:discovery lets every
+// authenticated user GET the non-resource URLs /api/*, so they would be
+// open to any ServiceAccount of the cluster. They read terminations
+// instead: list for /api/v1/terminations and /ui, get for one by UID.
+func attributesFor(u user.Info, r *http.Request) authorizer.AttributesRecord {
+	a := authorizer.AttributesRecord{User: u, Verb: strings.ToLower(r.Method), Path: r.URL.Path}
+	read := r.Method == http.MethodGet || r.Method == http.MethodHead
+	switch p := r.URL.Path; {
+	case p == "/ui" || p == "/api/v1/terminations":
+		a = terminationsAttributes(u, read, "list", "")
+	case strings.HasPrefix(p, "/api/v1/terminations/"):
+		a = terminationsAttributes(u, read, "get", strings.TrimPrefix(p, "/api/v1/terminations/"))
+	case p == "/api" || strings.HasPrefix(p, "/api/"):
+		a = terminationsAttributes(u, read, "get", "")
+	}
+	return a
+}
+
+// terminationsAttributes ask for verb on terminations; anything but a read
+// asks for a verb no rule grants.
+func terminationsAttributes(u user.Info, read bool, verb, name string) authorizer.AttributesRecord {
+	if !read {
+		verb = "write"
+	}
+	return authorizer.AttributesRecord{
+		User: u, Verb: verb, APIGroup: APIGroup, APIVersion: "v1", Resource: "terminations", Name: name,
+		ResourceRequest: true,
+	}
 }

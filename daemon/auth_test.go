@@ -27,6 +27,7 @@ import (
 
 	"github.com/drainwatch/drainwatch/daemon"
 	"github.com/drainwatch/drainwatch/testenv/controlplane"
+	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
 )
 
@@ -187,5 +188,31 @@ func certTemplate(cn string, serial int64) *x509.Certificate {
 		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+}
+
+// TestSelfSignedTLS: without certificate files the daemon serves HTTPS
+// with a certificate of its own (for 127.0.0.1), plain HTTP is refused.
+func TestSelfSignedTLS(t *testing.T) {
+	cp := cptest.Get(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	startDaemon(t, daemon.Config{
+		NodeName: uniqueNode("selfsigned"), Rest: cp.RestConfig, StateDir: t.TempDir(), CgroupRoot: t.TempDir(),
+		ProcRoot: t.TempDir(), Log: testLogger(t), OpenKernel: newFakeKernel(false).open, Listener: l, NoEvents: true,
+		TLSSelfSigned: true,
+	})
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := client.Get("https://" + l.Addr().String() + "/metrics")
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(resp.TLS.PeerCertificates) != 1 || !resp.TLS.PeerCertificates[0].IPAddresses[0].Equal(net.IPv4(127, 0, 0, 1)) {
+		t.Errorf("GET /metrics: %d, certificate %+v", resp.StatusCode, resp.TLS.PeerCertificates)
+	}
+	resp, err = http.Get("http://" + l.Addr().String() + "/metrics")
+	must(t, err)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("plain HTTP to the TLS port: %d, want 400 (Go's answer to HTTP on a TLS port)", resp.StatusCode)
 	}
 }

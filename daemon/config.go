@@ -54,6 +54,9 @@ type Config struct {
 	// TLSCertFile and TLSKeyFile, both set, serve HTTPS with this pair,
 	// reloaded when the files change (a renewed Secret); empty: plain HTTP.
 	TLSCertFile, TLSKeyFile string
+	// TLSSelfSigned serves HTTPS with a certificate generated at start
+	// when no files are given.
+	TLSSelfSigned bool
 	// StateDir holds the bbolt store.
 	StateDir string
 	// PinPath, a directory on bpffs, keeps the kernel side collecting while
@@ -133,8 +136,8 @@ func (c *Config) checkServing() error {
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("--tls-cert-file and --tls-key-file go together: pass both or neither")
 	}
-	if c.Auth == AuthKubernetes && c.TLSCertFile == "" {
-		c.Log.Warn().Msg("--auth=kubernetes without TLS: bearer tokens travel in clear text; pass --tls-cert-file and --tls-key-file")
+	if c.Auth == AuthKubernetes && c.TLSCertFile == "" && !c.TLSSelfSigned {
+		c.Log.Warn().Msg("--auth=kubernetes without TLS: bearer tokens travel in clear text; pass --tls-cert-file and --tls-key-file, or --tls-self-signed")
 	}
 	return nil
 }

@@ -42,13 +42,9 @@ func (d *Daemon) startServer(ctx context.Context, rc *rest.Config) <-chan error 
 // but the probes (the kubelet's probes carry no token), and loads the
 // serving certificate.
 func (d *Daemon) protect(h http.Handler, rc *rest.Config) (http.Handler, *tls.Config, error) {
-	var tlsCfg *tls.Config
-	if d.cfg.TLSCertFile != "" {
-		cert, err := newServingCert(d.cfg.TLSCertFile, d.cfg.TLSKeyFile, d.log.With().Str("component", "tls").Logger())
-		if err != nil {
-			return nil, nil, err
-		}
-		tlsCfg = cert.tlsConfig()
+	tlsCfg, err := d.tlsConfig()
+	if err != nil {
+		return nil, nil, err
 	}
 	if d.cfg.Auth != AuthKubernetes {
 		return h, tlsCfg, nil
@@ -58,10 +54,27 @@ func (d *Daemon) protect(h http.Handler, rc *rest.Config) (http.Handler, *tls.Co
 		return nil, nil, err
 	}
 	mux := http.NewServeMux()
+	// Exact paths: only the probes themselves stay open.
 	mux.Handle("/healthz", h)
 	mux.Handle("/readyz", h)
 	mux.Handle("/", auth.protect(h))
 	return mux, tlsCfg, nil
+}
+
+// tlsConfig is the serving certificate's configuration: from files, or
+// self-signed, or nil for plain HTTP.
+func (d *Daemon) tlsConfig() (*tls.Config, error) {
+	switch {
+	case d.cfg.TLSCertFile != "":
+		cert, err := newServingCert(d.cfg.TLSCertFile, d.cfg.TLSKeyFile, d.log.With().Str("component", "tls").Logger())
+		if err != nil {
+			return nil, err
+		}
+		return cert.tlsConfig(), nil
+	case d.cfg.TLSSelfSigned:
+		return selfSignedConfig(d.cfg.NodeName)
+	}
+	return nil, nil
 }
 
 // serve listens (unless Config.Listener is set) and serves until ctx is

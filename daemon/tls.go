@@ -1,8 +1,15 @@
 package daemon
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
+	"math/big"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -90,4 +97,33 @@ func (c *servingCert) stamps() (fileStamps, error) {
 		s[i].mod, s[i].size = fi.ModTime(), fi.Size()
 	}
 	return s, nil
+}
+
+// selfSignedConfig serves a certificate generated at start, as
+// controller-runtime's metrics server and kube-rbac-proxy do without a
+// mounted one: the connection is encrypted (the bearer tokens of scrapers
+// are not sent in clear text), and clients skip the verification of a
+// certificate nobody can check (insecureSkipVerify).
+func selfSignedConfig(host string) (*tls.Config, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating the self-signed serving key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, fmt.Errorf("generating the self-signed serial: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: "drainwatch@" + host},
+		DNSNames: []string{host, "localhost"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.AddDate(1, 0, 0),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("signing the self-signed serving certificate: %w", err)
+	}
+	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	return &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}, nil
 }

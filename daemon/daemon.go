@@ -52,6 +52,8 @@ type Daemon struct {
 	beat atomic.Int64
 	// relist reconciles the previous run's pods with the first pod list.
 	relist relist
+	// state counts state-file resets and failed checkpoints.
+	state stateMetrics
 }
 
 // New checks the configuration; Run starts everything.
@@ -64,6 +66,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg: cfg, log: cfg.Log, corr: correlate.New(cfg.Correlate), view: newTerminationView(),
 		metrics: exporter.NewMetrics(exporter.Options{Now: cfg.Now}), api: make(chan apiEvent, apiBuffer),
 	}
+	d.state = newStateMetrics(d.metrics.Registry())
 	return d, nil
 }
 
@@ -90,17 +93,14 @@ func (d *Daemon) KubeStats() kube.Stats {
 
 // Run runs the daemon until ctx is done, then checkpoints and returns.
 func (d *Daemon) Run(ctx context.Context) (err error) {
-	if d.store, err = OpenStore(d.cfg.StateDir); err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, d.store.Close()) }()
-	cp, restored, err := d.store.LoadCheckpoint()
+	st, err := openState(d.cfg.StateDir, d.log, d.state, d.cfg.Now())
 	if err != nil {
 		return err
 	}
-	if err := d.restoreCompleted(cp); err != nil {
-		return err
-	}
+	d.store = st.store
+	defer func() { err = errors.Join(err, d.store.Close()) }()
+	cp, restored := st.cp, st.restored
+	d.restoreCompleted(cp, st.completed)
 	if d.kernel, err = d.cfg.OpenKernel(d.kernelOptions(restored)); err != nil {
 		return fmt.Errorf("opening the kernel collector: %w", err)
 	}

@@ -57,7 +57,7 @@ func TestCountersSurviveRestartBeyondTTL(t *testing.T) {
 	d, err := New(Config{NodeName: "node-1", StateDir: dir, CgroupRoot: dir, Now: clock})
 	must(t, err)
 	cp := openRestored(t, d, dir)
-	must(t, d.restoreCompleted(cp))
+	d.restoreCompleted(cp, stored(t, d))
 
 	want := `
 # HELP drainwatch_connections_refused_after_sigterm_total Connection attempts answered with a RST (no socket: ECONNREFUSED at the client) from the stop signal until the pod's network namespace was gone.
@@ -98,7 +98,7 @@ func TestCountersRebuiltFromAnOlderStore(t *testing.T) {
 		completedAt("b", t0.Add(50*time.Minute), correlate.Counts{RefusedAfterSigterm: 5}, "refused"))
 	d, err := New(Config{NodeName: "node-1", StateDir: dir, CgroupRoot: dir, Now: clock})
 	must(t, err)
-	must(t, d.restoreCompleted(openRestored(t, d, dir)))
+	d.restoreCompleted(openRestored(t, d, dir), stored(t, d))
 	want := `
 # HELP drainwatch_connections_refused_after_sigterm_total Connection attempts answered with a RST (no socket: ECONNREFUSED at the client) from the stop signal until the pod's network namespace was gone.
 # TYPE drainwatch_connections_refused_after_sigterm_total counter
@@ -134,6 +134,14 @@ func openRestored(t *testing.T, d *Daemon, dir string) Checkpoint {
 		t.Fatal("no checkpoint stored")
 	}
 	return cp
+}
+
+// stored is the store's complete terminations.
+func stored(t *testing.T, d *Daemon) []correlate.Termination {
+	t.Helper()
+	ts, err := d.store.Completed()
+	must(t, err)
+	return ts
 }
 
 func rolloutExposition(t *testing.T, m *exporter.Metrics) string {

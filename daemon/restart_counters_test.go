@@ -109,7 +109,7 @@ drainwatch_connections_refused_after_sigterm_total{namespace="shop",revision="7"
 
 // saveRun writes what the previous run's checkpoint leaves: its counters
 // (none when m is nil) and its complete terminations.
-func saveRun(t *testing.T, dir string, m *exporter.Metrics, alive time.Time, ts ...correlate.Termination) {
+func saveRun(t testing.TB, dir string, m *exporter.Metrics, alive time.Time, ts ...correlate.Termination) {
 	t.Helper()
 	s, err := OpenStore(dir)
 	must(t, err)
@@ -151,7 +151,7 @@ func rolloutExposition(t *testing.T, m *exporter.Metrics) string {
 	return string(b)
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,8 +74,12 @@ func tryOpenState(dir, path string) (st restoredState, reason string, err error)
 	if reason, err := checkStateFile(path); reason != "" || err != nil {
 		return st, reason, err
 	}
+	// bbolt reads the file through a memory map: a corrupt page pointing
+	// past it faults. Such a fault panics here instead of killing the
+	// process, and bbolt's own panics on corrupt pages are recovered: the
+	// file is corrupt.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
-		// bbolt panics on some corrupt pages: recovered, it is a reason.
 		if p := recover(); p != nil {
 			if st.store != nil {
 				st.store.Close()

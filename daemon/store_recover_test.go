@@ -21,7 +21,7 @@ import (
 var startNow = time.Date(2026, 11, 30, 9, 45, 1, 0, time.UTC)
 
 // storeWith writes a store of n complete terminations (several pages).
-func storeWith(t *testing.T, dir string, n int) string {
+func storeWith(t testing.TB, dir string, n int) string {
 	t.Helper()
 	var ts []correlate.Termination
 	for i := range n {

@@ -27,7 +27,7 @@ K8SSD            := $(CACHE)/k8ssd-$(PROM_SD_VERSION)/k8ssd
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 
 .PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane \
-        vmkernel helm opconfig check-tidy test test-unit vet lab clean image bench scale
+        vmkernel helm opconfig check-tidy test test-unit vet lab clean image bench scale fuzz
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
@@ -92,6 +92,22 @@ test-unit: ## Unit tests only (no root needed).
 
 test: deps mounts controlplane helm opconfig vmkernel check-tidy check-generate vet cross ## Everything: unit, privileged (root), end to end.
 	DRAINWATCH_VM_KERNELS=$(VM_KERNELS) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./...
+
+# Fuzz targets (package:function). `make test` runs their seed corpora
+# (f.Add and testdata/fuzz/) as ordinary tests; `make fuzz` explores each for
+# FUZZTIME. No short fuzzing in `make test`: the first instrumented build of
+# the client-go tree alone takes minutes on a shared 2-core machine.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := ./collector/kernel:FuzzDecode \
+  ./collector/node:FuzzParseContainerCgroup ./collector/node:FuzzParseProcCgroup ./collector/node:FuzzParseCgroup2Mount \
+  ./exporter:FuzzParseFilter ./exporter:FuzzAPIQuery ./exporter:FuzzOwnerIntoMetrics \
+  ./daemon:FuzzStateFile ./daemon:FuzzCheckpointDecoding
+
+fuzz: ## Fuzz every target for FUZZTIME each (default 60s); failing inputs land in the package's testdata/fuzz/.
+	@for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; fn=$${t##*:}; echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+	  $(GO) test -short -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
 
 lab: deps mounts controlplane build ## The seeds' experiment and a rolling update, end to end (root).
 	$(GO) run ./testenv/cmd/lab

@@ -51,6 +51,15 @@ type Config struct {
 	// Listener is set.
 	ListenAddr string
 	Listener   net.Listener
+	// Auth protects /metrics, /api and /ui (never /healthz and /readyz):
+	// AuthKubernetes or AuthNone (empty).
+	Auth string
+	// TLSCertFile and TLSKeyFile, both set, serve HTTPS with this pair,
+	// reloaded when the files change (a renewed Secret); empty: plain HTTP.
+	TLSCertFile, TLSKeyFile string
+	// TLSSelfSigned serves HTTPS with a certificate generated at start
+	// when no files are given.
+	TLSSelfSigned bool
 	// StateDir holds the bbolt store.
 	StateDir string
 	// PinPath, a directory on bpffs, keeps the kernel side collecting while
@@ -91,6 +100,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.StateDir == "" {
 		return c, errors.New("state dir is empty: pass --state-dir (a hostPath that survives restarts, e.g. /var/lib/drainwatch)")
 	}
+	if err := c.checkServing(); err != nil {
+		return c, err
+	}
 	if c.CgroupRoot == "" {
 		root, err := node.Cgroup2Mount()
 		if err != nil {
@@ -123,4 +135,21 @@ func (c Config) withDefaults() (Config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+func (c *Config) checkServing() error {
+	switch c.Auth {
+	case "":
+		c.Auth = AuthNone
+	case AuthNone, AuthKubernetes:
+	default:
+		return fmt.Errorf("--auth %q: want %s or %s", c.Auth, AuthNone, AuthKubernetes)
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("--tls-cert-file and --tls-key-file go together: pass both or neither")
+	}
+	if c.Auth == AuthKubernetes && c.TLSCertFile == "" && !c.TLSSelfSigned {
+		c.Log.Warn().Msg("--auth=kubernetes without TLS: bearer tokens travel in clear text; pass --tls-cert-file and --tls-key-file, or --tls-self-signed")
+	}
+	return nil
 }

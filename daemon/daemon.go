@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/drainwatch/drainwatch/collector/kube"
 	"github.com/drainwatch/drainwatch/collector/node"
@@ -52,6 +53,8 @@ type Daemon struct {
 	beat atomic.Int64
 	// relist reconciles the previous run's pods with the first pod list.
 	relist relist
+	// state counts state-file resets and failed checkpoints.
+	state stateMetrics
 }
 
 // New checks the configuration; Run starts everything.
@@ -64,6 +67,7 @@ func New(cfg Config) (*Daemon, error) {
 		cfg: cfg, log: cfg.Log, corr: correlate.New(cfg.Correlate), view: newTerminationView(),
 		metrics: exporter.NewMetrics(exporter.Options{Now: cfg.Now}), api: make(chan apiEvent, apiBuffer),
 	}
+	d.state = newStateMetrics(d.metrics.Registry())
 	return d, nil
 }
 
@@ -91,17 +95,14 @@ func (d *Daemon) KubeStats() kube.Stats {
 // Run runs the daemon until ctx is done, then checkpoints and returns.
 func (d *Daemon) Run(ctx context.Context) (err error) {
 	tuneMemory(d.log)
-	if d.store, err = OpenStore(d.cfg.StateDir); err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, d.store.Close()) }()
-	cp, restored, err := d.store.LoadCheckpoint()
+	st, err := openState(d.cfg.StateDir, d.log, d.state, d.cfg.Now())
 	if err != nil {
 		return err
 	}
-	if err := d.restoreCompleted(cp); err != nil {
-		return err
-	}
+	d.store = st.store
+	defer func() { err = errors.Join(err, d.store.Close()) }()
+	cp, restored := st.cp, st.restored
+	d.restoreCompleted(cp, st.completed)
 	if d.kernel, err = d.cfg.OpenKernel(d.kernelOptions(restored)); err != nil {
 		return fmt.Errorf("opening the kernel collector: %w", err)
 	}
@@ -128,11 +129,15 @@ func (d *Daemon) runWired(ctx context.Context) error {
 	kctx, stopKube := context.WithCancel(ctx)
 	defer stopKube()
 	kubeErr := make(chan error, 1)
-	if err := d.startKube(kctx, kubeErr); err != nil {
+	rc, err := d.restConfig()
+	if err == nil {
+		err = d.startKube(kctx, rc, kubeErr)
+	}
+	if err != nil {
 		d.kernel.Close()
 		return err
 	}
-	srvErr := d.startServer(kctx)
+	srvErr := d.startServer(kctx, rc)
 	loopErr := d.loop(ctx, kubeErr, srvErr)
 	stopKube()
 	closeErr := d.closeKernel()
@@ -149,15 +154,17 @@ func (d *Daemon) runWired(ctx context.Context) error {
 	return errors.Join(loopErr, closeErr, cpErr)
 }
 
-func (d *Daemon) startKube(ctx context.Context, errc chan<- error) error {
-	d.sink = apiSink{events: d.api, done: ctx.Done()}
-	rest := d.cfg.Rest
-	if rest == nil {
-		var err error
-		if rest, err = kube.RestConfig(d.cfg.Kubeconfig); err != nil {
-			return err
-		}
+// restConfig is Config.Rest, else the kubeconfig's or the in-cluster
+// configuration.
+func (d *Daemon) restConfig() (*rest.Config, error) {
+	if d.cfg.Rest != nil {
+		return d.cfg.Rest, nil
 	}
+	return kube.RestConfig(d.cfg.Kubeconfig)
+}
+
+func (d *Daemon) startKube(ctx context.Context, rest *rest.Config, errc chan<- error) error {
+	d.sink = apiSink{events: d.api, done: ctx.Done()}
 	kube, err := kube.New(kube.Config{
 		NodeName: d.cfg.NodeName, Rest: rest, Sink: d.sink, Now: d.cfg.Now,
 		Log: d.log.With().Str("component", "kube").Logger(),

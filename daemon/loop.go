@@ -50,9 +50,7 @@ func (d *Daemon) loop(ctx context.Context, kubeErr, srvErr <-chan error) error {
 		case <-tick.C:
 			d.tick(d.cfg.Now())
 		case <-save.C:
-			if err := d.checkpoint(false); err != nil {
-				d.log.Error().Err(err).Msg("checkpoint failed: a restart now would lose recent terminations")
-			}
+			d.periodicCheckpoint()
 		}
 	}
 }
@@ -170,6 +168,17 @@ func (d *Daemon) checkpoint(clean bool) error {
 	d.view.prune(cutoff)
 	_, err = d.store.Prune(cutoff, func(t correlate.Termination) time.Time { return t.Marks.Last() })
 	return err
+}
+
+// periodicCheckpoint saves a checkpoint; a failure (a full disk) is logged
+// and counted, and the loop counts on: the terminations not saved stay in
+// memory for the next checkpoint.
+func (d *Daemon) periodicCheckpoint() {
+	if err := d.checkpoint(false); err != nil {
+		d.state.failures.Inc()
+		d.log.Error().Err(err).Str("state_dir", d.cfg.StateDir).
+			Msg("checkpoint failed (counting goes on; is the state dir's disk full?): a restart now would lose recent terminations")
+	}
 }
 
 // drainKernel feeds the events the reader delivered before Close.

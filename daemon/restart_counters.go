@@ -1,5 +1,7 @@
 package daemon
 
+import "github.com/drainwatch/drainwatch/correlate"
+
 // A _total series never decreases across restarts. Each checkpoint saves
 // the cumulative value of every live series with the terminations completed
 // since the previous one, in one transaction: the saved counters hold
@@ -14,11 +16,7 @@ package daemon
 
 // restoreCompleted loads the stored complete terminations into the API view
 // and the metrics, after the counters of the last checkpoint.
-func (d *Daemon) restoreCompleted(cp Checkpoint) error {
-	ts, err := d.store.Completed()
-	if err != nil {
-		return err
-	}
+func (d *Daemon) restoreCompleted(cp Checkpoint, ts []correlate.Termination) {
 	if cp.Counters != nil {
 		if err := d.metrics.RestoreCounters(*cp.Counters); err != nil {
 			d.log.Warn().Err(err).Msg("metric counters not restored: rebuilding them from the stored terminations (series older than the TTL restart lower)")
@@ -28,5 +26,4 @@ func (d *Daemon) restoreCompleted(cp Checkpoint) error {
 	for _, t := range ts {
 		d.metrics.ObserveTermination(t)
 	}
-	return nil
 }

@@ -57,7 +57,7 @@ func TestCountersSurviveRestartBeyondTTL(t *testing.T) {
 	d, err := New(Config{NodeName: "node-1", StateDir: dir, CgroupRoot: dir, Now: clock})
 	must(t, err)
 	cp := openRestored(t, d, dir)
-	must(t, d.restoreCompleted(cp))
+	d.restoreCompleted(cp, stored(t, d))
 
 	want := `
 # HELP drainwatch_connections_refused_after_sigterm_total Connection attempts answered with a RST (no socket: ECONNREFUSED at the client) from the stop signal until the pod's network namespace was gone.
@@ -98,7 +98,7 @@ func TestCountersRebuiltFromAnOlderStore(t *testing.T) {
 		completedAt("b", t0.Add(50*time.Minute), correlate.Counts{RefusedAfterSigterm: 5}, "refused"))
 	d, err := New(Config{NodeName: "node-1", StateDir: dir, CgroupRoot: dir, Now: clock})
 	must(t, err)
-	must(t, d.restoreCompleted(openRestored(t, d, dir)))
+	d.restoreCompleted(openRestored(t, d, dir), stored(t, d))
 	want := `
 # HELP drainwatch_connections_refused_after_sigterm_total Connection attempts answered with a RST (no socket: ECONNREFUSED at the client) from the stop signal until the pod's network namespace was gone.
 # TYPE drainwatch_connections_refused_after_sigterm_total counter
@@ -109,7 +109,7 @@ drainwatch_connections_refused_after_sigterm_total{namespace="shop",revision="7"
 
 // saveRun writes what the previous run's checkpoint leaves: its counters
 // (none when m is nil) and its complete terminations.
-func saveRun(t *testing.T, dir string, m *exporter.Metrics, alive time.Time, ts ...correlate.Termination) {
+func saveRun(t testing.TB, dir string, m *exporter.Metrics, alive time.Time, ts ...correlate.Termination) {
 	t.Helper()
 	s, err := OpenStore(dir)
 	must(t, err)
@@ -136,6 +136,14 @@ func openRestored(t *testing.T, d *Daemon, dir string) Checkpoint {
 	return cp
 }
 
+// stored is the store's complete terminations.
+func stored(t *testing.T, d *Daemon) []correlate.Termination {
+	t.Helper()
+	ts, err := d.store.Completed()
+	must(t, err)
+	return ts
+}
+
 func rolloutExposition(t *testing.T, m *exporter.Metrics) string {
 	t.Helper()
 	b, err := testutil.GatherAndFormat(m.Registry(), expfmt.TypeTextPlain, rolloutTotals...)
@@ -143,7 +151,7 @@ func rolloutExposition(t *testing.T, m *exporter.Metrics) string {
 	return string(b)
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

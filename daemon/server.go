@@ -2,14 +2,21 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/drainwatch/drainwatch/exporter"
 )
 
 // startServer serves /metrics, the API and /ui when an address or listener
 // is configured; its error (a port in use) ends the daemon.
-func (d *Daemon) startServer(ctx context.Context) <-chan error {
+func (d *Daemon) startServer(ctx context.Context, rc *rest.Config) <-chan error {
 	errc := make(chan error, 1)
 	if d.cfg.ListenAddr == "" && d.cfg.Listener == nil {
 		return errc
@@ -18,18 +25,90 @@ func (d *Daemon) startServer(ctx context.Context) <-chan error {
 		Source: d.view, Metrics: d.metrics, Ready: d.ready, Healthy: d.Healthy, Now: d.cfg.Now,
 		Log: d.log.With().Str("component", "http").Logger(),
 	})
+	handler, tlsCfg, err := d.protect(srv.Handler(), rc)
+	if err != nil {
+		errc <- err
+		return errc
+	}
 	go func() {
-		var err error
-		if d.cfg.Listener != nil {
-			err = srv.Serve(ctx, d.cfg.Listener)
-		} else {
-			err = srv.ListenAndServe(ctx, d.cfg.ListenAddr)
-		}
-		if err != nil {
+		if err := d.serve(ctx, handler, tlsCfg); err != nil {
 			errc <- err
 		}
 	}()
 	return errc
+}
+
+// protect puts authentication and authorization in front of everything
+// but the probes (the kubelet's probes carry no token), and loads the
+// serving certificate.
+func (d *Daemon) protect(h http.Handler, rc *rest.Config) (http.Handler, *tls.Config, error) {
+	tlsCfg, err := d.tlsConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	if d.cfg.Auth != AuthKubernetes {
+		return h, tlsCfg, nil
+	}
+	auth, err := newKubeAuth(rc, d.log.With().Str("component", "auth").Logger())
+	if err != nil {
+		return nil, nil, err
+	}
+	mux := http.NewServeMux()
+	// Exact paths: only the probes themselves stay open.
+	mux.Handle("/healthz", h)
+	mux.Handle("/readyz", h)
+	mux.Handle("/", auth.protect(h))
+	return mux, tlsCfg, nil
+}
+
+// tlsConfig is the serving certificate's configuration: from files, or
+// self-signed, or nil for plain HTTP.
+func (d *Daemon) tlsConfig() (*tls.Config, error) {
+	switch {
+	case d.cfg.TLSCertFile != "":
+		cert, err := newServingCert(d.cfg.TLSCertFile, d.cfg.TLSKeyFile, d.log.With().Str("component", "tls").Logger())
+		if err != nil {
+			return nil, err
+		}
+		return cert.tlsConfig(), nil
+	case d.cfg.TLSSelfSigned:
+		return selfSignedConfig(d.cfg.NodeName)
+	}
+	return nil, nil
+}
+
+// serve listens (unless Config.Listener is set) and serves until ctx is
+// done, then shuts down within 5 s.
+func (d *Daemon) serve(ctx context.Context, h http.Handler, tlsCfg *tls.Config) error {
+	l := d.cfg.Listener
+	if l == nil {
+		var err error
+		if l, err = net.Listen("tcp", d.cfg.ListenAddr); err != nil {
+			return fmt.Errorf("listening on %s: %w", d.cfg.ListenAddr, err)
+		}
+	}
+	if tlsCfg != nil {
+		l = tls.NewListener(l, tlsCfg)
+	}
+	d.log.Info().Str("addr", l.Addr().String()).Bool("tls", tlsCfg != nil).Str("auth", d.cfg.Auth).
+		Msg("serving metrics, API and UI")
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving HTTP on %s: %w", l.Addr(), err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutting down HTTP server: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving HTTP on %s: %w", l.Addr(), err)
+	}
+	return nil
 }
 
 // ready is /readyz: ready once the node's pods are listed.

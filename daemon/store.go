@@ -29,7 +29,13 @@ var (
 	keyClean           = []byte("clean")
 	keyKernelLost      = []byte("kernel_lost")
 	keyCounters        = []byte("counters")
+	keyVersion         = []byte("version")
 )
+
+// storeVersion is the layout of the store this drainwatch writes. A store
+// of a higher version (a downgrade) is moved aside at start, never read.
+// Raise it when a change is not readable by the previous release.
+const storeVersion = 1
 
 // Store persists what a restart must not lose: the correlator's state (the
 // terminations in progress, with their kernel watermark), the watched
@@ -51,19 +57,30 @@ func OpenStore(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening state store %s (is another drainwatch running on this state dir?): %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
+	if err := initStore(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("initialising state store %s: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// initStore creates the buckets and stamps the version, refusing a store
+// of a later version.
+func initStore(db *bolt.DB) error {
+	return db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketMeta, bucketTerminations, bucketMetrics} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		meta := tx.Bucket(bucketMeta)
+		// A store without a version is of version 1 (written before
+		// stores carried one).
+		if v := meta.Get(keyVersion); len(v) == 8 && binary.BigEndian.Uint64(v) > storeVersion {
+			return fmt.Errorf("%w (version %d, this one reads up to %d)", errFutureVersion, binary.BigEndian.Uint64(v), storeVersion)
+		}
+		return meta.Put(keyVersion, binary.BigEndian.AppendUint64(nil, storeVersion))
 	})
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("initialising state store %s: %w", path, err)
-	}
-	return &Store{db: db}, nil
 }
 
 // Close closes the database.

@@ -1,6 +1,8 @@
 package exporter
 
 import (
+	"strings"
+
 	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/correlate"
 )
@@ -48,9 +50,17 @@ func rolloutLabels(w collector.Workload) [4]string {
 		kind = "other"
 	}
 	if kind == "none" {
-		return [4]string{w.Namespace, kind, "", ""}
+		return [4]string{labelValue(w.Namespace), kind, "", ""}
 	}
-	return [4]string{w.Namespace, kind, w.Name, w.Revision}
+	return [4]string{labelValue(w.Namespace), kind, labelValue(w.Name), labelValue(w.Revision)}
+}
+
+// labelValue makes a value from the API a valid label value. Names are
+// validated by the API server, annotations (the revision) are not: one
+// invalid UTF-8 byte would fail every scrape of the node (Prometheus label
+// values are UTF-8) for as long as the revision's series live.
+func labelValue(v string) string {
+	return strings.ToValidUTF8(v, "\uFFFD")
 }
 
 // outcomeLabel bounds Termination.Outcome to the documented values.

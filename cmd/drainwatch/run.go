@@ -25,8 +25,8 @@ type runFlags struct {
 	pinPath                                            string
 	logLevel, logFormat                                string
 	kubeletComms                                       string
-	http2Tracking                                      string
-	noEvents, unpinOnExit                              bool
+	http2Tracking, auth, tlsCert, tlsKey               string
+	noEvents, unpinOnExit, tlsSelfSigned               bool
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
@@ -45,6 +45,10 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.BoolVar(&f.noEvents, "no-events", os.Getenv("DRAINWATCH_NO_EVENTS") == "true", "do not post Warning Events on pods and workloads (env DRAINWATCH_NO_EVENTS=true)")
 	fs.StringVar(&f.kubeletComms, "kubelet-comm", envOr("DRAINWATCH_KUBELET_COMM", "kubelet"), "comma-separated command names (as /proc/<pid>/comm shows them) of this node's kubelet: connections such a process of the node opens to a pod are probes, reported apart from client traffic (env DRAINWATCH_KUBELET_COMM)")
 	fs.StringVar(&f.http2Tracking, "http2-tracking", envOr("DRAINWATCH_HTTP2_TRACKING", daemon.HTTP2Auto), "when the kernel follows HTTP/2 streams with per-message probes (Linux >= 6.3): auto (while a pod of the node declares a container port named grpc*, h2c* or http2*), always, or off; otherwise HTTP/2 connections are judged by their socket's state like any other (env DRAINWATCH_HTTP2_TRACKING)")
+	fs.StringVar(&f.auth, "auth", envOr("DRAINWATCH_AUTH", daemon.AuthNone), "none, or kubernetes: /metrics, /api and /ui need a bearer token the API server accepts (TokenReview) and RBAC allowing GET on the path (SubjectAccessReview on nonResourceURLs); /healthz and /readyz stay open (env DRAINWATCH_AUTH)")
+	fs.StringVar(&f.tlsCert, "tls-cert-file", os.Getenv("DRAINWATCH_TLS_CERT_FILE"), "serve HTTPS with this certificate (PEM), reloaded when it changes; empty: plain HTTP (env DRAINWATCH_TLS_CERT_FILE)")
+	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", os.Getenv("DRAINWATCH_TLS_SELF_SIGNED") == "true", "without --tls-cert-file, serve HTTPS with a certificate generated at start (clients skip its verification) (env DRAINWATCH_TLS_SELF_SIGNED=true)")
+	fs.StringVar(&f.tlsKey, "tls-key-file", os.Getenv("DRAINWATCH_TLS_KEY_FILE"), "the key of --tls-cert-file (env DRAINWATCH_TLS_KEY_FILE)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -97,6 +101,7 @@ func runCmd(args []string) int {
 		NodeName: f.nodeName, Kubeconfig: f.kubeconfig, ListenAddr: f.listen,
 		StateDir: f.stateDir, CgroupRoot: f.cgroupRoot, Log: log, NoEvents: f.noEvents,
 		PinPath: f.pinPath, UnpinOnExit: f.unpinOnExit,
+		Auth: f.auth, TLSCertFile: f.tlsCert, TLSKeyFile: f.tlsKey, TLSSelfSigned: f.tlsSelfSigned,
 		Correlate:     correlate.Config{ProbeComms: splitList(f.kubeletComms)},
 		HTTP2Tracking: f.http2Tracking,
 	})
@@ -107,7 +112,7 @@ func runCmd(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info().Str("node", f.nodeName).Str("state_dir", f.stateDir).Str("listen", f.listen).Str("pin_path", f.pinPath).
-		Msg("drainwatch starting")
+		Str("auth", f.auth).Bool("tls", f.tlsCert != "" || f.tlsSelfSigned).Msg("drainwatch starting")
 	if err := d.Run(ctx); err != nil {
 		log.Error().Err(err).Msg("drainwatch failed")
 		return 1

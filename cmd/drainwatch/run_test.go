@@ -11,13 +11,14 @@ func TestParseRunFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("DRAINWATCH_STATE_DIR", "/var/lib/dw")
 	t.Setenv("DRAINWATCH_LISTEN", "")
 	t.Setenv("DRAINWATCH_HTTP2_TRACKING", "always")
+	t.Setenv("DRAINWATCH_TLS_CERT_FILE", "/tls/tls.crt")
 	f, err := parseRunFlags([]string{"--log-level", "debug"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := runFlags{nodeName: "node-7", stateDir: "/var/lib/dw", listen: "", cgroupRoot: "",
 		logLevel: "debug", logFormat: "json", kubeconfig: f.kubeconfig, pinPath: "/sys/fs/bpf/drainwatch", kubeletComms: "kubelet",
-		http2Tracking: "always"}
+		http2Tracking: "always", auth: "none", tlsCert: "/tls/tls.crt"}
 	if f != want {
 		t.Fatalf("flags = %+v, want %+v", f, want)
 	}
@@ -42,5 +43,11 @@ func TestRunRejectsBadInput(t *testing.T) {
 	t.Setenv("NODE_NAME", "")
 	if code := runCmd([]string{"--state-dir", t.TempDir(), "--listen", ""}); code != 2 {
 		t.Errorf("run without a node name exited %d, want 2", code)
+	}
+	if code := runCmd([]string{"--node-name", "n", "--state-dir", t.TempDir(), "--auth", "basic"}); code != 2 {
+		t.Errorf("run --auth basic exited %d, want 2", code)
+	}
+	if code := runCmd([]string{"--node-name", "n", "--state-dir", t.TempDir(), "--tls-cert-file", "c.pem"}); code != 2 {
+		t.Errorf("run --tls-cert-file without --tls-key-file exited %d, want 2", code)
 	}
 }

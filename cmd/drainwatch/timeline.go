@@ -7,12 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/drainwatch/drainwatch/exporter"
 )
@@ -30,6 +28,8 @@ type timelineFlags struct {
 	timeout                         time.Duration
 	follow                          bool
 	interval                        time.Duration
+	token, caFile                   string
+	insecure                        bool
 }
 
 // urlList is a repeatable (or comma-separated) --url.
@@ -67,6 +67,9 @@ func parseTimelineFlags(args []string, stderr io.Writer) (timelineFlags, error) 
 	fs.BoolVar(&f.follow, "follow", false, "keep asking the daemons every --interval and print terminations that are new or changed, until interrupted (-f)")
 	fs.BoolVar(&f.follow, "f", false, "short for --follow")
 	fs.DurationVar(&f.interval, "interval", 5*time.Second, "with --follow, the time between two queries")
+	fs.StringVar(&f.token, "token", "", "bearer token for --url daemons run with --auth=kubernetes (default: the kubeconfig's credentials, sent to https daemons only)")
+	fs.StringVar(&f.caFile, "ca-file", "", "CA certificate (PEM) of the --url daemons' serving certificate")
+	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the --url daemons' certificate (a self-signed one, --tls-self-signed)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up on the daemons after this long")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -135,7 +138,11 @@ func (f timelineFlags) daemons(ctx context.Context) ([]exporter.Daemon, error) {
 	if len(f.urls) > 0 {
 		ds := make([]exporter.Daemon, len(f.urls))
 		for i, u := range f.urls {
-			ds[i] = exporter.URLDaemon(u, http.DefaultClient)
+			client, err := f.urlClient(u)
+			if err != nil {
+				return nil, err
+			}
+			ds[i] = exporter.URLDaemon(u, client)
 		}
 		return ds, nil
 	}
@@ -147,12 +154,9 @@ func (f timelineFlags) daemons(ctx context.Context) ([]exporter.Daemon, error) {
 }
 
 func (f timelineFlags) kubeClient() (kubernetes.Interface, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	cfg, err := f.restConfig()
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig (or pass --url): %w", err)
+		return nil, err
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

@@ -17,7 +17,8 @@ import (
 
 func TestHelmLint(t *testing.T) {
 	helm := gotools.Helm(t)
-	for _, args := range [][]string{{"lint", chart}, {"lint", chart, "--values", fullValues}} {
+	for _, args := range [][]string{{"lint", chart}, {"lint", chart, "--values", fullValues},
+		{"lint", chart, "--values", recommendedValues}} {
 		out := run(t, helm, args...)
 		if !bytes.Contains(out, []byte("1 chart(s) linted, 0 chart(s) failed")) {
 			t.Errorf("helm %s:\n%s", strings.Join(args, " "), out)
@@ -60,7 +61,8 @@ func TestFullValuesRendering(t *testing.T) {
 		t.Errorf("image %v, want %v", got, want)
 	}
 	wantArgs := []any{"run", "--node-name=$(NODE_NAME)", "--listen=:9191", "--state-dir=/var/lib/dw",
-		"--pin-path=/sys/fs/bpf/dw", "--unpin-on-exit", "--log-level=debug", "--no-events", "--kubelet-comm=k3s-server,k3s-agent"}
+		"--pin-path=/sys/fs/bpf/dw", "--unpin-on-exit", "--log-level=debug", "--no-events", "--kubelet-comm=k3s-server,k3s-agent",
+		"--auth=kubernetes", "--tls-cert-file=/etc/drainwatch/tls/tls.crt", "--tls-key-file=/etc/drainwatch/tls/tls.key"}
 	if diff := cmp.Diff(wantArgs, c["args"]); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
@@ -82,7 +84,8 @@ func TestFullValuesRendering(t *testing.T) {
 }
 
 // checkPodMonitor: the chart's PodMonitor is the overlay's (honorLabels
-// included) but for the interval and the labels the values set.
+// included) but for the interval, the labels and the TLS and token the full
+// values set.
 func checkPodMonitor(t *testing.T, pm *unstructured.Unstructured) {
 	t.Helper()
 	if pm == nil {
@@ -90,7 +93,12 @@ func checkPodMonitor(t *testing.T, pm *unstructured.Unstructured) {
 	}
 	overlay := objects(t, readFile(t, "../daemonset/overlays/prometheus-operator/podmonitor.yaml"))["PodMonitor/drainwatch"]
 	want := overlay.Object["spec"].(map[string]any)
-	want["podMetricsEndpoints"].([]any)[0].(map[string]any)["interval"] = "30s"
+	endpoint := want["podMetricsEndpoints"].([]any)[0].(map[string]any)
+	endpoint["interval"] = "30s"
+	endpoint["scheme"] = "https"
+	endpoint["tlsConfig"] = map[string]any{"serverName": "drainwatch.drainwatch.svc",
+		"ca": map[string]any{"secret": map[string]any{"name": "drainwatch-serving", "key": "ca.crt"}}}
+	endpoint["authorization"] = map[string]any{"credentials": map[string]any{"name": "drainwatch-scraper-token", "key": "token"}}
 	if diff := cmp.Diff(want, pm.Object["spec"]); diff != "" {
 		t.Errorf("PodMonitor spec differs from the overlay's (-overlay +chart):\n%s", diff)
 	}

@@ -40,7 +40,7 @@ func TestServerSideDryRun(t *testing.T) {
 	// the dashboard's ConfigMap; the overlay is the base's with the
 	// PodMonitor and the PrometheusRule.
 	renderings := map[string][]byte{
-		"default": template(t), "full": template(t, fullValues),
+		"default": template(t), "full": template(t, fullValues), "recommended": template(t, recommendedValues),
 		"kustomize overlay": kustomize(t, "../daemonset/overlays/prometheus-operator"),
 	}
 	for name, rendering := range renderings {
@@ -58,7 +58,7 @@ func TestServerSideDryRun(t *testing.T) {
 			}
 		}
 		out = strings.Join(lines, "\n")
-		want := map[string]int{"default": 5, "full": 8, "kustomize overlay": 8}[name]
+		want := map[string]int{"default": 8, "full": 15, "recommended": 12, "kustomize overlay": 11}[name]
 		if n := strings.Count(out, "(server dry run)"); n != want || strings.Count(out, "\n")+1 != want {
 			t.Errorf("%s: %d objects passed the dry run, want %d:\n%s", name, n, want, out)
 		}

@@ -23,8 +23,10 @@ import (
 const (
 	chart      = "drainwatch"
 	fullValues = "drainwatch/ci/full-values.yaml"
-	release    = "drainwatch"
-	namespace  = "drainwatch"
+	// recommendedValues turn on authentication and TLS.
+	recommendedValues = "drainwatch/values-recommended.yaml"
+	release           = "drainwatch"
+	namespace         = "drainwatch"
 )
 
 // run runs a command (bounded to a minute) and returns its stdout.

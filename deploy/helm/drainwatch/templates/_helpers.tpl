@@ -32,3 +32,8 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 {{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
 {{- end -}}
 {{- end -}}
+
+{{/* The probes' scheme: HTTPS when the daemon serves TLS (the kubelet does not verify the certificate). */}}
+{{- define "drainwatch.probeScheme" -}}
+{{- if or .Values.tls.secretName .Values.tls.selfSigned -}}, scheme: HTTPS{{- end -}}
+{{- end -}}

@@ -61,5 +61,5 @@ fetch() {
 }
 
 while read -r name suite arch meta; do
-  [ -n "$name" ] && fetch "$name" "$suite" "$arch" "$meta"
+  if [ -n "$name" ]; then fetch "$name" "$suite" "$arch" "$meta"; fi
 done <<<"$kernels"

@@ -211,3 +211,18 @@ func pad4(b *bytes.Buffer) {
 		b.WriteByte(0)
 	}
 }
+
+// TestSuitePassed: only the suite's own PASS verdict passes a row; a
+// subtest's PASS, a FAIL, or a panic before the verdict does not.
+func TestSuitePassed(t *testing.T) {
+	for console, want := range map[string]bool{
+		"=== RUN   TestVMGuest\r\n--- PASS: TestVMGuest (7.83s)\r\nPASS\r\n[ 9.1] Kernel panic - not syncing: Attempted to kill init!\r\n": true,
+		"=== RUN   TestVMGuest\r\n    --- PASS: TestVMGuest/accepts (1.00s)\r\n[ 9.1] Kernel panic - not syncing: Fatal exception\r\n":     false,
+		"=== RUN   TestVMGuest\r\n    --- FAIL: TestVMGuest/resets (1.00s)\r\n--- PASS: TestVMGuest (7.83s)\r\n":                           false,
+		"=== RUN   TestVMGuest\r\n--- FAIL: TestVMGuest (7.83s)\r\nFAIL\r\n":                                                               false,
+	} {
+		if got := suitePassed(console); got != want {
+			t.Errorf("suitePassed(%q) = %v, want %v", console, got, want)
+		}
+	}
+}

@@ -50,6 +50,12 @@ func runMatrixSuite(t *testing.T) {
 	if err := k.WatchNetns(netns); err != nil {
 		t.Fatal(err)
 	}
+	// The suite's namespace is terminating from the start: accepts are
+	// sent one by one (detail), which also proves the detail handover
+	// (an RCU grace period through membarrier) on every kernel.
+	if err := k.SetDetail(netns, true); err != nil {
+		t.Fatal(err)
+	}
 	probes := k.Probes()
 	for _, p := range probes {
 		fmt.Printf("VMGUEST probe %s %s %s %s\n", p.Name, p.Hook, p.State, p.Detail)

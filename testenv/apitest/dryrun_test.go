@@ -47,9 +47,12 @@ func TestManifestsServerSideDryRun(t *testing.T) {
 		"namespace/drainwatch serverside-applied (server dry run)",
 		"serviceaccount/drainwatch serverside-applied (server dry run)",
 		"clusterrole.rbac.authorization.k8s.io/drainwatch serverside-applied (server dry run)",
+		"clusterrole.rbac.authorization.k8s.io/drainwatch-metrics-reader serverside-applied (server dry run)",
+		"clusterrole.rbac.authorization.k8s.io/drainwatch-terminations-reader serverside-applied (server dry run)",
 		"clusterrolebinding.rbac.authorization.k8s.io/drainwatch serverside-applied (server dry run)",
 		"service/drainwatch-metrics serverside-applied (server dry run)",
 		"daemonset.apps/drainwatch serverside-applied (server dry run)",
+		"networkpolicy.networking.k8s.io/drainwatch serverside-applied (server dry run)",
 	}
 	got := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -82,7 +85,7 @@ func TestOverlayRenders(t *testing.T) {
 			kinds = append(kinds, k)
 		}
 	}
-	want := "Namespace ServiceAccount ClusterRole ClusterRoleBinding Service DaemonSet PodMonitor PrometheusRule"
+	want := "Namespace ServiceAccount ClusterRole ClusterRole ClusterRole ClusterRoleBinding Service DaemonSet PodMonitor PrometheusRule NetworkPolicy"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("overlay kinds %q, want %q", got, want)
 	}

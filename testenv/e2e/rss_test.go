@@ -83,22 +83,30 @@ func buildDrainwatch(ctx context.Context, t *testing.T) string {
 // procMemory returns VmRSS and VmHWM of pid in KiB.
 func procMemory(t *testing.T, pid int) (rss, hwm int) {
 	t.Helper()
+	m := procStatus(t, pid)
+	// Anonymous (heap, stacks, the ring buffer's pages) and file-backed
+	// (the executable's pages) apart: they shrink by different changes.
+	t.Logf("RssAnon %d KiB, RssFile %d KiB, RssShmem %d KiB", m["RssAnon:"], m["RssFile:"], m["RssShmem:"])
+	return m["VmRSS:"], m["VmHWM:"]
+}
+
+// procStatus reads the KiB fields of /proc/PID/status.
+func procStatus(t *testing.T, pid int) map[string]int {
+	t.Helper()
 	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	must(t, err)
 	defer f.Close()
+	m := map[string]int{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && (fields[0] == "VmRSS:" || fields[0] == "VmHWM:") {
-			n, _ := strconv.Atoi(fields[1])
-			if fields[0] == "VmRSS:" {
-				rss = n
-			} else {
-				hwm = n
+		if len(fields) >= 2 {
+			if n, err := strconv.Atoi(fields[1]); err == nil {
+				m[fields[0]] = n
 			}
 		}
 	}
-	return rss, hwm
+	return m
 }
 
 func must(t *testing.T, errs ...error) {

@@ -89,6 +89,9 @@ type Config struct {
 	// HTTP2Tracking is HTTP2Auto (the default), HTTP2Always or HTTP2Off:
 	// when the kernel follows HTTP/2 streams (see http2.go).
 	HTTP2Tracking string
+	// RingBufferSize is the kernel ring buffer's size in bytes (0:
+	// kernel.DefaultRingBufferSize; see kernel.Options.RingBufferSize).
+	RingBufferSize int
 	// Now is time.Now when nil.
 	Now func() time.Time
 }
@@ -133,6 +136,10 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if _, err := messageProbesMode(c.HTTP2Tracking); err != nil {
 		return c, err
+	}
+	var err error
+	if c.RingBufferSize, err = kernel.RingBufferSize(c.RingBufferSize); err != nil {
+		return c, fmt.Errorf("--ring-buffer-size: %w", err)
 	}
 	return c, nil
 }

@@ -25,14 +25,15 @@ import (
 // moved past those events, and the saved state does not count them. The
 // next run then reports a daemon_down gap from the last event it saved, so
 // the terminations overlapping it are partial, never silently short.
-// Events the ring buffer could not hold while the daemon was down (4 MiB,
-// about 29,000 events) are counted by the kernel and reported as an
+// Events the ring buffer could not hold while the daemon was down (4 MiB
+// by default, about 29,000 events) are counted by the kernel and reported as an
 // events_lost gap.
 
 // kernelOptions are the options of this run's kernel side: resume the
 // pinned programs only when the store has state that continues them.
 func (d *Daemon) kernelOptions(restored bool) kernel.Options {
-	o := kernel.Options{Logger: d.log.With().Str("component", "kernel").Logger(), NoResume: !restored}
+	o := kernel.Options{Logger: d.log.With().Str("component", "kernel").Logger(), NoResume: !restored,
+		RingBufferSize: d.cfg.RingBufferSize}
 	o.MessageProbes, _ = messageProbesMode(d.cfg.HTTP2Tracking) // checked by withDefaults
 	if d.cfg.PinPath != "" {
 		o.PinPath = NodePinPath(d.cfg.PinPath, d.cfg.NodeName)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/daemon"
@@ -26,6 +28,7 @@ type runFlags struct {
 	logLevel, logFormat                                string
 	kubeletComms                                       string
 	http2Tracking, auth, tlsCert, tlsKey               string
+	ringBufferSize                                     string
 	noEvents, unpinOnExit, tlsSelfSigned               bool
 }
 
@@ -49,6 +52,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.StringVar(&f.tlsCert, "tls-cert-file", os.Getenv("DRAINWATCH_TLS_CERT_FILE"), "serve HTTPS with this certificate (PEM), reloaded when it changes; empty: plain HTTP (env DRAINWATCH_TLS_CERT_FILE)")
 	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", os.Getenv("DRAINWATCH_TLS_SELF_SIGNED") == "true", "without --tls-cert-file, serve HTTPS with a certificate generated at start (clients skip its verification) (env DRAINWATCH_TLS_SELF_SIGNED=true)")
 	fs.StringVar(&f.tlsKey, "tls-key-file", os.Getenv("DRAINWATCH_TLS_KEY_FILE"), "the key of --tls-cert-file (env DRAINWATCH_TLS_KEY_FILE)")
+	fs.StringVar(&f.ringBufferSize, "ring-buffer-size", envOr("DRAINWATCH_RING_BUFFER_SIZE", "4Mi"), "size of the kernel's event ring buffer, a power of two (e.g. 1Mi, 2Mi, 4Mi); it is resident twice in the daemon's memory, and holds the events of terminating pods until the reader takes them (env DRAINWATCH_RING_BUFFER_SIZE)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -56,6 +60,19 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 		return f, fmt.Errorf("drainwatch run takes no arguments, got %q", fs.Args())
 	}
 	return f, nil
+}
+
+// parseSize reads a size in bytes, with a binary suffix or not ("4Mi").
+func parseSize(s string) (int, error) {
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a size: %w", s, err)
+	}
+	n, ok := q.AsInt64()
+	if !ok || n <= 0 || n > math.MaxInt32 {
+		return 0, fmt.Errorf("%q is not a size in bytes up to 2Gi", s)
+	}
+	return int(n), nil
 }
 
 func envOr(key, def string) string {
@@ -97,13 +114,18 @@ func runCmd(args []string) int {
 		fmt.Fprintln(os.Stderr, "drainwatch run:", err)
 		return 2
 	}
+	ringBytes, err := parseSize(f.ringBufferSize)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "drainwatch run: --ring-buffer-size:", err)
+		return 2
+	}
 	d, err := daemon.New(daemon.Config{
 		NodeName: f.nodeName, Kubeconfig: f.kubeconfig, ListenAddr: f.listen,
 		StateDir: f.stateDir, CgroupRoot: f.cgroupRoot, Log: log, NoEvents: f.noEvents,
 		PinPath: f.pinPath, UnpinOnExit: f.unpinOnExit,
 		Auth: f.auth, TLSCertFile: f.tlsCert, TLSKeyFile: f.tlsKey, TLSSelfSigned: f.tlsSelfSigned,
 		Correlate:     correlate.Config{ProbeComms: splitList(f.kubeletComms)},
-		HTTP2Tracking: f.http2Tracking,
+		HTTP2Tracking: f.http2Tracking, RingBufferSize: ringBytes,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("invalid configuration")

@@ -18,7 +18,7 @@ func TestParseRunFlagsFromEnvironment(t *testing.T) {
 	}
 	want := runFlags{nodeName: "node-7", stateDir: "/var/lib/dw", listen: "", cgroupRoot: "",
 		logLevel: "debug", logFormat: "json", kubeconfig: f.kubeconfig, pinPath: "/sys/fs/bpf/drainwatch", kubeletComms: "kubelet",
-		http2Tracking: "always", auth: "none", tlsCert: "/tls/tls.crt"}
+		http2Tracking: "always", auth: "none", tlsCert: "/tls/tls.crt", ringBufferSize: "4Mi"}
 	if f != want {
 		t.Fatalf("flags = %+v, want %+v", f, want)
 	}
@@ -49,5 +49,18 @@ func TestRunRejectsBadInput(t *testing.T) {
 	}
 	if code := runCmd([]string{"--node-name", "n", "--state-dir", t.TempDir(), "--tls-cert-file", "c.pem"}); code != 2 {
 		t.Errorf("run --tls-cert-file without --tls-key-file exited %d, want 2", code)
+	}
+	for _, size := range []string{"3Mi", "1Ki", "big", "-4Mi"} {
+		if code := runCmd([]string{"--node-name", "n", "--state-dir", t.TempDir(), "--ring-buffer-size", size}); code != 2 {
+			t.Errorf("run --ring-buffer-size %s exited %d, want 2", size, code)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int{"4Mi": 4 << 20, "1Mi": 1 << 20, "262144": 256 << 10, "512Ki": 512 << 10} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
 	}
 }

@@ -3,7 +3,9 @@ package kernel
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,6 +88,8 @@ const readerStep = 2 * time.Second
 // reader, saturate.
 //
 //	go test -run '^$' -bench ReaderCeiling -benchtime 1x -v ./collector/kernel/
+//
+// DRAINWATCH_BENCH_RING_BUFFER_SIZE=1048576 measures it with a 1 MiB ring.
 func BenchmarkReaderCeiling(b *testing.B) {
 	for _, rate := range []int{50_000, 100_000, 200_000, 400_000, 0} {
 		name := "unpaced"
@@ -100,9 +104,23 @@ func BenchmarkReaderCeiling(b *testing.B) {
 	}
 }
 
+// benchRingSize is the ring buffer size the ceiling is measured with:
+// $DRAINWATCH_BENCH_RING_BUFFER_SIZE bytes, else the default.
+func benchRingSize(b *testing.B) int {
+	s := os.Getenv("DRAINWATCH_BENCH_RING_BUFFER_SIZE")
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		b.Fatalf("DRAINWATCH_BENCH_RING_BUFFER_SIZE=%q: %v", s, err)
+	}
+	return n
+}
+
 // offerRefused runs one step and reports it.
 func offerRefused(b *testing.B, rate int) {
-	k := openTestKernel(b, Options{Logger: zerolog.Nop()})
+	k := openTestKernel(b, Options{Logger: zerolog.Nop(), RingBufferSize: benchRingSize(b)})
 	ns := newNetns(b, "dwk-ceiling")
 	if err := k.WatchNetns(ns.Inode()); err != nil {
 		b.Fatal(err)

@@ -50,6 +50,11 @@ type Options struct {
 	// HTTP/2 streams run (default off; see MessageProbes and
 	// SetMessageProbes).
 	MessageProbes MessageProbes
+	// RingBufferSize is the size in bytes of the ring buffer the probes
+	// write events into: a power of two, at least one page (default
+	// DefaultRingBufferSize). The kernel maps it twice into the reader and
+	// fills it at creation, so the daemon's RSS carries it twice.
+	RingBufferSize int
 }
 
 // Kernel is the loaded and attached set of eBPF probes and the reader that
@@ -104,12 +109,15 @@ func Open(opts Options) (*Kernel, error) {
 	if opts.Buffer <= 0 {
 		opts.Buffer = 8192
 	}
+	var err error
+	if opts.RingBufferSize, err = RingBufferSize(opts.RingBufferSize); err != nil {
+		return nil, err
+	}
 	k := &Kernel{log: opts.Logger, events: make(chan collector.Event, opts.Buffer), done: make(chan struct{}), stop: make(chan struct{}),
 		detailAll: opts.Detail || opts.WatchAll}
 	if err := k.load(opts); err != nil {
 		return nil, err
 	}
-	var err error
 	if k.reader, err = ringbuf.NewReader(k.maps.events); err != nil {
 		k.closeKernelObjects()
 		return nil, fmt.Errorf("opening the ring buffer reader: %w", err)
@@ -168,7 +176,7 @@ func (k *Kernel) load(opts Options) error {
 
 func (k *Kernel) loadFresh(opts Options) error {
 	var err error
-	if k.maps, err = newSharedMaps(); err != nil {
+	if k.maps, err = newSharedMaps(uint32(opts.RingBufferSize)); err != nil {
 		return err
 	}
 	if err := k.attachAll(opts); err != nil {

@@ -26,7 +26,7 @@ import (
 //	<PinPath>/<hash>/link_<probe>__<prog> one per attached probe
 //
 // <hash> covers the embedded BPF objects and every load-time choice
-// (watch_all, the program picked for each probe), so a build or a kernel
+// (watch_all, the ring buffer's size, the program picked for each probe), so a build or a kernel
 // with different programs never reuses incompatible maps. The link names
 // record which program each probe runs: a resumed Kernel reports its probes
 // (attached or fallback) from them. A set of pins is built in a staging
@@ -90,7 +90,7 @@ func objectsHash(opts Options) (string, error) {
 		fmt.Fprintf(h, "%d:", len(b))
 		h.Write(b)
 	}
-	fmt.Fprintf(h, "watch_all=%v;", opts.WatchAll)
+	fmt.Fprintf(h, "watch_all=%v;ring_bytes=%d;", opts.WatchAll, opts.RingBufferSize)
 	for _, obj := range probeObjects(opts) {
 		for _, p := range obj.progs {
 			fmt.Fprintf(h, "%s=%s;", p.name, p.prog)

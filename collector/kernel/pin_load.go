@@ -22,7 +22,7 @@ func (k *Kernel) resume(opts Options) error {
 	if _, err := os.Stat(dir); err != nil {
 		return err
 	}
-	maps, err := loadPinnedMaps(dir)
+	maps, err := loadPinnedMaps(dir, uint32(opts.RingBufferSize))
 	if err != nil {
 		return err
 	}

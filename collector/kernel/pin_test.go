@@ -199,13 +199,14 @@ func TestPinOverflowWhileClosed(t *testing.T) {
 }
 
 // TestPinReplaced: pins of other programs (here: the kfree_skb fallback,
-// a different hash) are not reused; the new programs attach, then the old
-// pins are removed and their links detach. NoResume does the same with
-// pins of the same programs.
+// a different hash) or of another ring buffer size are not reused; the new
+// programs attach, then the old pins are removed and their links detach.
+// NoResume does the same with pins of the same programs.
 func TestPinReplaced(t *testing.T) {
 	for name, opts := range map[string]Options{
-		"other_programs": {RefusedFallback: true},
-		"no_resume":      {},
+		"other_programs":  {RefusedFallback: true},
+		"other_ring_size": {RingBufferSize: 1 << 20},
+		"no_resume":       {},
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := pinRoot(t)
@@ -221,6 +222,9 @@ func TestPinReplaced(t *testing.T) {
 			k2 := openPinned(t, Options{PinPath: root, NoResume: name == "no_resume"})
 			if k2.Resumed() {
 				t.Fatal("resumed pins it must replace")
+			}
+			if got := k2.maps.events.MaxEntries(); got != DefaultRingBufferSize {
+				t.Fatalf("ring buffer of %d bytes, want %d", got, DefaultRingBufferSize)
 			}
 			waitDetached(t, old)
 			if name != "no_resume" {

@@ -222,6 +222,9 @@ func loadObject(obj probeObject, watchAll bool, maps sharedMaps) (*ebpf.Collecti
 	if err := setCompat(spec); err != nil {
 		return nil, err
 	}
+	// The shared ring buffer's size is a run-time option: the object's
+	// definition must match it to take the replacement.
+	spec.Maps["events"].MaxEntries = maps.events.MaxEntries()
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: maps.byName})
 	if err != nil {
 		return nil, fmt.Errorf("loading BPF programs: %w", err)

@@ -37,10 +37,10 @@ type sharedMaps struct {
 	lost   *ebpf.Map
 }
 
-func newSharedMaps() (sharedMaps, error) {
-	spec, err := loadSockState()
+func newSharedMaps(ringSize uint32) (sharedMaps, error) {
+	spec, err := sharedMapSpecs(ringSize)
 	if err != nil {
-		return sharedMaps{}, fmt.Errorf("parsing the embedded BPF object: %w", err)
+		return sharedMaps{}, err
 	}
 	m := sharedMaps{byName: map[string]*ebpf.Map{}}
 	for _, name := range sharedMapNames {
@@ -56,11 +56,13 @@ func newSharedMaps() (sharedMaps, error) {
 }
 
 // loadPinnedMaps reopens the shared maps pinned in dir, each checked
-// against the embedded object's definition.
-func loadPinnedMaps(dir string) (sharedMaps, error) {
-	spec, err := loadSockState()
+// against the embedded object's definition with this run's ring buffer
+// size: a ring buffer pinned with another size is refused (and replaced
+// by fresh objects).
+func loadPinnedMaps(dir string, ringSize uint32) (sharedMaps, error) {
+	spec, err := sharedMapSpecs(ringSize)
 	if err != nil {
-		return sharedMaps{}, fmt.Errorf("parsing the embedded BPF object: %w", err)
+		return sharedMaps{}, err
 	}
 	m := sharedMaps{byName: map[string]*ebpf.Map{}}
 	for _, name := range sharedMapNames {
@@ -77,6 +79,17 @@ func loadPinnedMaps(dir string) (sharedMaps, error) {
 	}
 	m.scopes, m.events, m.lost = m.byName["scopes"], m.byName["events"], m.byName["lost"]
 	return m, nil
+}
+
+// sharedMapSpecs are the embedded object's map definitions, with the ring
+// buffer sized ringSize bytes.
+func sharedMapSpecs(ringSize uint32) (*ebpf.CollectionSpec, error) {
+	spec, err := loadSockState()
+	if err != nil {
+		return nil, fmt.Errorf("parsing the embedded BPF object: %w", err)
+	}
+	spec.Maps["events"].MaxEntries = ringSize
+	return spec, nil
 }
 
 func (m sharedMaps) close() error {

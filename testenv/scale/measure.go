@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/drainwatch/drainwatch/collector/kube"
 )
 
 // Result is one design's rollout, measured.
@@ -21,6 +23,10 @@ type Result struct {
 	Start, During ClientCost
 	// PeakWatchesPerDaemon is the most watches one daemon held at once.
 	PeakWatchesPerDaemon int64
+	// Terminations counts the deletions the daemons saw during the rollout,
+	// KillingSeen those whose Killing Event reached their daemon before its
+	// Event watch ended (taken up to killingWait after the rollout).
+	Terminations, KillingSeen uint64
 }
 
 // ServerCost is the API server's side of a rollout.
@@ -110,7 +116,30 @@ func (c *cluster) measure(ctx context.Context, d Design) (Result, error) {
 	for _, dm := range daemons {
 		r.PeakWatchesPerDaemon = max(r.PeakWatchesPerDaemon, dm.wire.watchMax.Load())
 	}
+	r.Terminations, r.KillingSeen = waitKilling(ctx, daemons, r.Start.Objects)
 	return r, nil
+}
+
+// killingWait bounds the wait for the last terminations' Killing Events:
+// a pod's Event watch ends its grace (5 s) plus the linger after its delete.
+const killingWait = kube.DefaultLinger + 10*time.Second
+
+// waitKilling returns the terminations seen since start and how many had
+// their Killing Event, once every one has it or killingWait has passed.
+func waitKilling(ctx context.Context, ds []*daemon, start received) (terminations, killing uint64) {
+	deadline := time.Now().Add(killingWait)
+	for {
+		o := clientTotals(ds).Objects
+		terminations, killing = o.terminations-start.terminations, o.killingSeen-start.killingSeen
+		if killing == terminations || time.Now().After(deadline) {
+			return terminations, killing
+		}
+		select {
+		case <-ctx.Done():
+			return terminations, killing
+		case <-time.After(sampleEvery):
+		}
+	}
 }
 
 // peaks samples what only has a value now.
@@ -149,6 +178,8 @@ func clientTotals(ds []*daemon) ClientCost {
 		t.Objects.slices += o.slices
 		t.Objects.events += o.events
 		t.Objects.sliceRestarts += o.sliceRestarts
+		t.Objects.terminations += o.terminations
+		t.Objects.killingSeen += o.killingSeen
 		for i := range t.BodyBytes {
 			t.BodyBytes[i] += d.wire.bodyBytes[i].Load()
 		}
@@ -164,7 +195,8 @@ func (a ClientCost) minus(b ClientCost) ClientCost {
 	d := ClientCost{
 		Objects: received{pods: a.Objects.pods - b.Objects.pods, services: a.Objects.services - b.Objects.services,
 			slices: a.Objects.slices - b.Objects.slices, events: a.Objects.events - b.Objects.events,
-			sliceRestarts: a.Objects.sliceRestarts - b.Objects.sliceRestarts},
+			sliceRestarts: a.Objects.sliceRestarts - b.Objects.sliceRestarts,
+			terminations:  a.Objects.terminations - b.Objects.terminations, killingSeen: a.Objects.killingSeen - b.Objects.killingSeen},
 		WireBytes: a.WireBytes - b.WireBytes, Requests: a.Requests - b.Requests, WatchRequests: a.WatchRequests - b.WatchRequests,
 		Gzipped: a.Gzipped - b.Gzipped,
 	}

@@ -65,6 +65,12 @@ func (r Report) watchRows(row rowFunc) {
 	row("daemons: watches open, peak of one daemon", func(x Result) string { return fmt.Sprint(x.PeakWatchesPerDaemon) })
 	row("daemons: watches opened during rollout", func(x Result) string { return fmt.Sprint(x.During.WatchRequests) })
 	row("daemons: requests during rollout", func(x Result) string { return fmt.Sprint(x.During.Requests) })
+	row("daemons: terminations seen / with their Killing Event", func(x Result) string {
+		if x.Terminations == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%d / %d", x.Terminations, x.KillingSeen)
+	})
 	row("daemons: EndpointSlice watches restarted (relisted)", func(x Result) string { return fmt.Sprint(x.During.Objects.sliceRestarts) })
 	row("daemons: gzipped responses (watches too) during rollout", func(x Result) string { return fmt.Sprint(x.During.Gzipped) })
 }

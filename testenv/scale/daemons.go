@@ -3,6 +3,7 @@ package scale
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -161,6 +162,9 @@ type killingTally struct {
 	discard
 	mu               sync.Mutex
 	deleted, killing map[string]bool
+	// delays are the Killing Events' receipt minus their time (the
+	// hollow kubelet's whole-second firstTimestamp: up to 1 s more).
+	delays []time.Duration
 }
 
 func (t *killingTally) PodDeleted(d collector.PodDeleted) {
@@ -175,7 +179,16 @@ func (t *killingTally) Kubelet(e collector.KubeletEvent) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !t.killing[e.PodUID] {
+		t.delays = append(t.delays, time.Since(e.Time))
+	}
 	t.killing[e.PodUID] = true
+}
+
+func (t *killingTally) killingDelays() []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.delays)
 }
 
 // counts returns the deletions seen and how many of them had their

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/drainwatch/drainwatch/collector/kube"
@@ -27,6 +28,11 @@ type Result struct {
 	// KillingSeen those whose Killing Event reached their daemon before its
 	// Event watch ended (taken up to killingWait after the rollout).
 	Terminations, KillingSeen uint64
+	// KillingAtEnd counts the Killing Events received by the end of the
+	// rollout; KillingDelayMedian and Max are the Killing Events' receipt
+	// after their time (whole seconds, so up to 1 s too long).
+	KillingAtEnd                        uint64
+	KillingDelayMedian, KillingDelayMax time.Duration
 }
 
 // ServerCost is the API server's side of a rollout.
@@ -116,8 +122,26 @@ func (c *cluster) measure(ctx context.Context, d Design) (Result, error) {
 	for _, dm := range daemons {
 		r.PeakWatchesPerDaemon = max(r.PeakWatchesPerDaemon, dm.wire.watchMax.Load())
 	}
+	r.KillingAtEnd = r.During.Objects.killingSeen
 	r.Terminations, r.KillingSeen = waitKilling(ctx, daemons, r.Start.Objects)
+	r.KillingDelayMedian, r.KillingDelayMax = killingDelays(daemons)
 	return r, nil
+}
+
+// killingDelays returns the median and the longest Killing Event delay
+// over all daemons.
+func killingDelays(ds []*daemon) (median, longest time.Duration) {
+	var all []time.Duration
+	for _, d := range ds {
+		if s, ok := d.w.(scoped); ok {
+			all = append(all, s.tally.killingDelays()...)
+		}
+	}
+	if len(all) == 0 {
+		return 0, 0
+	}
+	slices.Sort(all)
+	return all[len(all)/2], all[len(all)-1]
 }
 
 // killingWait bounds the wait for the last terminations' Killing Events:

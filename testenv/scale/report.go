@@ -65,11 +65,17 @@ func (r Report) watchRows(row rowFunc) {
 	row("daemons: watches open, peak of one daemon", func(x Result) string { return fmt.Sprint(x.PeakWatchesPerDaemon) })
 	row("daemons: watches opened during rollout", func(x Result) string { return fmt.Sprint(x.During.WatchRequests) })
 	row("daemons: requests during rollout", func(x Result) string { return fmt.Sprint(x.During.Requests) })
-	row("daemons: terminations seen / with their Killing Event", func(x Result) string {
+	row("daemons: terminations seen / Killing Event by rollout end / within the watch", func(x Result) string {
 		if x.Terminations == 0 {
 			return "-"
 		}
-		return fmt.Sprintf("%d / %d", x.Terminations, x.KillingSeen)
+		return fmt.Sprintf("%d / %d / %d", x.Terminations, x.KillingAtEnd, x.KillingSeen)
+	})
+	row("daemons: Killing Event received after its time, median / max (s)", func(x Result) string {
+		if x.Terminations == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f / %.1f", x.KillingDelayMedian.Seconds(), x.KillingDelayMax.Seconds())
 	})
 	row("daemons: EndpointSlice watches restarted (relisted)", func(x Result) string { return fmt.Sprint(x.During.Objects.sliceRestarts) })
 	row("daemons: gzipped responses (watches too) during rollout", func(x Result) string { return fmt.Sprint(x.During.Gzipped) })

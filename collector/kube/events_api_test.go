@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -50,18 +52,24 @@ func (discardSink) Endpoint(collector.EndpointUpdate) {}
 type requestLog struct {
 	what    string
 	mu      sync.Mutex
-	queries []string
+	queries []url.Values
 }
 
 func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		if strings.Contains(r.URL.Path, l.what) {
 			l.mu.Lock()
-			l.queries = append(l.queries, r.URL.Query().Encode())
+			l.queries = append(l.queries, r.URL.Query())
 			l.mu.Unlock()
 		}
 		return rt.RoundTrip(r)
 	})
+}
+
+func (l *requestLog) recorded() []url.Values {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.queries)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -121,11 +129,9 @@ func TestEventWatchListsThenWatches(t *testing.T) {
 	if diff := cmp.Diff(want, sink.received()); diff != "" {
 		t.Errorf("kubelet events (-want +got):\n%s", diff)
 	}
-	log.mu.Lock()
-	queries := log.queries
-	log.mu.Unlock()
-	if len(queries) != 2 || strings.Contains(queries[0], "watch=") || !strings.Contains(queries[1], "watch=true") ||
-		strings.Contains(strings.Join(queries, "&"), "sendInitialEvents") {
+	queries := log.recorded()
+	if len(queries) != 2 || queries[0].Has("watch") || queries[1].Get("watch") != "true" ||
+		queries[0].Has("sendInitialEvents") || queries[1].Has("sendInitialEvents") {
 		t.Errorf("event requests %q: want a list, then a watch, neither with sendInitialEvents", queries)
 	}
 }

@@ -32,9 +32,9 @@ const (
 // and watch events), by resource.
 type received struct {
 	pods, services, slices, events uint64
-	// sliceRestarts counts EndpointSlice watches restarted (a new list)
-	// because the services selecting local pods changed.
-	sliceRestarts uint64
+	// sliceWatches counts EndpointSlice watches started (each lists the
+	// slices it follows).
+	sliceWatches uint64
 	// terminations counts the local pods whose deletion a daemon saw;
 	// killingSeen those of them whose Killing Event it received (the
 	// Killing mark of a termination). Scoped only.
@@ -143,7 +143,7 @@ func (s scoped) received() received {
 	st := s.k.Stats()
 	terminations, killing := s.tally.counts()
 	return received{pods: st.PodEvents, services: st.ServiceEvents, slices: st.SliceEvents, events: st.KubeletEvents,
-		sliceRestarts: st.SliceWatchRestarts, terminations: terminations, killingSeen: killing}
+		sliceWatches: st.SliceWatches, terminations: terminations, killingSeen: killing}
 }
 
 // discard stands in for the correlator: the API server's cost does not

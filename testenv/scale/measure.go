@@ -201,7 +201,7 @@ func clientTotals(ds []*daemon) ClientCost {
 		t.Objects.services += o.services
 		t.Objects.slices += o.slices
 		t.Objects.events += o.events
-		t.Objects.sliceRestarts += o.sliceRestarts
+		t.Objects.sliceWatches += o.sliceWatches
 		t.Objects.terminations += o.terminations
 		t.Objects.killingSeen += o.killingSeen
 		for i := range t.BodyBytes {
@@ -219,8 +219,8 @@ func (a ClientCost) minus(b ClientCost) ClientCost {
 	d := ClientCost{
 		Objects: received{pods: a.Objects.pods - b.Objects.pods, services: a.Objects.services - b.Objects.services,
 			slices: a.Objects.slices - b.Objects.slices, events: a.Objects.events - b.Objects.events,
-			sliceRestarts: a.Objects.sliceRestarts - b.Objects.sliceRestarts,
-			terminations:  a.Objects.terminations - b.Objects.terminations, killingSeen: a.Objects.killingSeen - b.Objects.killingSeen},
+			sliceWatches: a.Objects.sliceWatches - b.Objects.sliceWatches,
+			terminations: a.Objects.terminations - b.Objects.terminations, killingSeen: a.Objects.killingSeen - b.Objects.killingSeen},
 		WireBytes: a.WireBytes - b.WireBytes, Requests: a.Requests - b.Requests, WatchRequests: a.WatchRequests - b.WatchRequests,
 		Gzipped: a.Gzipped - b.Gzipped,
 	}

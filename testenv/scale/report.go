@@ -77,7 +77,7 @@ func (r Report) watchRows(row rowFunc) {
 		}
 		return fmt.Sprintf("%.1f / %.1f", x.KillingDelayMedian.Seconds(), x.KillingDelayMax.Seconds())
 	})
-	row("daemons: EndpointSlice watches restarted (relisted)", func(x Result) string { return fmt.Sprint(x.During.Objects.sliceRestarts) })
+	row("daemons: EndpointSlice watches started (each a list)", func(x Result) string { return fmt.Sprint(x.During.Objects.sliceWatches) })
 	row("daemons: gzipped responses (watches too) during rollout", func(x Result) string { return fmt.Sprint(x.During.Gzipped) })
 }
 

@@ -115,7 +115,7 @@ func newDaemon(d Design, node string, base *rest.Config, log zerolog.Logger) (*d
 	}
 	switch d {
 	case Scoped:
-		sink := &killingTally{deleted: map[string]bool{}, killing: map[string]bool{}}
+		sink := &killingTally{deleted: map[string]bool{}, killing: map[string]bool{}, terminating: map[string]time.Time{}}
 		k, err := kube.New(kube.Config{NodeName: node, Rest: cfg, Sink: sink, Log: log.With().Str("node", node).Logger()})
 		if err != nil {
 			return nil, err
@@ -165,6 +165,39 @@ type killingTally struct {
 	// delays are the Killing Events' receipt minus their time (the
 	// hollow kubelet's whole-second firstTimestamp: up to 1 s more).
 	delays []time.Duration
+	// terminating is when the daemon first saw a pod with a deletion
+	// timestamp: its Event watch starts then.
+	terminating map[string]time.Time
+	// afterWatch are the Killing Events' receipt minus terminating.
+	afterWatch []time.Duration
+}
+
+func (t *killingTally) Pod(u collector.PodUpdate) {
+	if u.Pod.DeletionTimestamp.IsZero() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.terminating[u.Pod.UID]; !ok {
+		t.terminating[u.Pod.UID] = time.Now()
+	}
+}
+
+// missed splits the terminations without a Killing Event: the daemon never
+// saw the pod terminating (no Event watch started), or it did.
+func (t *killingTally) missed() (unwatched, watched uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for uid := range t.deleted {
+		switch _, seen := t.terminating[uid]; {
+		case t.killing[uid]:
+		case seen:
+			watched++
+		default:
+			unwatched++
+		}
+	}
+	return unwatched, watched
 }
 
 func (t *killingTally) PodDeleted(d collector.PodDeleted) {
@@ -181,14 +214,17 @@ func (t *killingTally) Kubelet(e collector.KubeletEvent) {
 	defer t.mu.Unlock()
 	if !t.killing[e.PodUID] {
 		t.delays = append(t.delays, time.Since(e.Time))
+		if at, ok := t.terminating[e.PodUID]; ok {
+			t.afterWatch = append(t.afterWatch, time.Since(at))
+		}
 	}
 	t.killing[e.PodUID] = true
 }
 
-func (t *killingTally) killingDelays() []time.Duration {
+func (t *killingTally) killingDelays() (sinceEvent, sinceWatch []time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return slices.Clone(t.delays)
+	return slices.Clone(t.delays), slices.Clone(t.afterWatch)
 }
 
 // counts returns the deletions seen and how many of them had their

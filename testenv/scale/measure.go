@@ -33,6 +33,14 @@ type Result struct {
 	// after their time (whole seconds, so up to 1 s too long).
 	KillingAtEnd                        uint64
 	KillingDelayMedian, KillingDelayMax time.Duration
+	// KillingAfterWatchMedian and Max are the Killing Events' receipt
+	// after their daemon first saw the pod terminating (its Event watch
+	// started then).
+	KillingAfterWatchMedian, KillingAfterWatchMax time.Duration
+	// MissedUnwatched counts the terminations without a Killing Event
+	// whose daemon never saw the pod terminating (only its delete: no
+	// Event watch); MissedWatched those whose Event watch ran.
+	MissedUnwatched, MissedWatched uint64
 }
 
 // ServerCost is the API server's side of a rollout.
@@ -124,24 +132,37 @@ func (c *cluster) measure(ctx context.Context, d Design) (Result, error) {
 	}
 	r.KillingAtEnd = r.During.Objects.killingSeen
 	r.Terminations, r.KillingSeen = waitKilling(ctx, daemons, r.Start.Objects)
-	r.KillingDelayMedian, r.KillingDelayMax = killingDelays(daemons)
+	r.KillingDelayMedian, r.KillingDelayMax, r.KillingAfterWatchMedian, r.KillingAfterWatchMax = killingDelays(daemons)
+	for _, d := range daemons {
+		if s, ok := d.w.(scoped); ok {
+			u, w := s.tally.missed()
+			r.MissedUnwatched, r.MissedWatched = r.MissedUnwatched+u, r.MissedWatched+w
+		}
+	}
 	return r, nil
 }
 
 // killingDelays returns the median and the longest Killing Event delay
-// over all daemons.
-func killingDelays(ds []*daemon) (median, longest time.Duration) {
-	var all []time.Duration
+// over all daemons, after the Event's time and after the Event watch began.
+func killingDelays(ds []*daemon) (median, longest, watchMedian, watchLongest time.Duration) {
+	var all, watch []time.Duration
 	for _, d := range ds {
 		if s, ok := d.w.(scoped); ok {
-			all = append(all, s.tally.killingDelays()...)
+			a, w := s.tally.killingDelays()
+			all, watch = append(all, a...), append(watch, w...)
 		}
 	}
-	if len(all) == 0 {
+	median, longest = medianMax(all)
+	watchMedian, watchLongest = medianMax(watch)
+	return median, longest, watchMedian, watchLongest
+}
+
+func medianMax(d []time.Duration) (median, longest time.Duration) {
+	if len(d) == 0 {
 		return 0, 0
 	}
-	slices.Sort(all)
-	return all[len(all)/2], all[len(all)-1]
+	slices.Sort(d)
+	return d[len(d)/2], d[len(d)-1]
 }
 
 // killingWait bounds the wait for the last terminations' Killing Events:

@@ -77,6 +77,18 @@ func (r Report) watchRows(row rowFunc) {
 		}
 		return fmt.Sprintf("%.1f / %.1f", x.KillingDelayMedian.Seconds(), x.KillingDelayMax.Seconds())
 	})
+	row("  after its daemon saw the pod terminating, median / max (s)", func(x Result) string {
+		if x.Terminations == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f / %.1f", x.KillingAfterWatchMedian.Seconds(), x.KillingAfterWatchMax.Seconds())
+	})
+	row("  missed: pod never seen terminating (no Event watch) / Event watch ran", func(x Result) string {
+		if x.Terminations == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%d / %d", x.MissedUnwatched, x.MissedWatched)
+	})
 	row("daemons: EndpointSlice watches started (each a list)", func(x Result) string { return fmt.Sprint(x.During.Objects.sliceWatches) })
 	row("daemons: gzipped responses (watches too) during rollout", func(x Result) string { return fmt.Sprint(x.During.Gzipped) })
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // recomputeDelay coalesces bursts of pod and service changes (the first
-// list at start, a rollout placing several pods) into one slice-watch restart.
+// list at start, a rollout placing several pods) into one recompute of the
+// followed services.
 const recomputeDelay = 200 * time.Millisecond
 
 // endpointWatch follows the EndpointSlices of the services that select the
@@ -22,9 +23,11 @@ const recomputeDelay = 200 * time.Millisecond
 // change in the cluster by the node count (kube-proxy already does). Instead,
 // per namespace that has local pods, it watches the namespace's Services
 // (they change rarely), computes the services selecting a local pod, and
-// watches only their slices with the label selector
-// kubernetes.io/service-name in (...), restarted when that set changes. A
-// rollout of a workload with no pod on this node sends this node nothing.
+// watches only their slices, one watch per service with the label selector
+// kubernetes.io/service-name=<name>: a service joining the set costs one
+// list of its own slices, one leaving costs nothing, and the others' watches
+// go on. A rollout of a workload with no pod on this node sends this node
+// nothing.
 type endpointWatch struct {
 	k     *Kube
 	mu    sync.Mutex

@@ -8,31 +8,34 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/drainwatch/drainwatch/collector"
 )
 
 // namespaceWatch is the Service watch of one namespace with local pods and
-// the EndpointSlice watch of the services in it that select local pods. Its
+// one EndpointSlice watch per service in it that selects local pods. Its
 // fields are guarded by the endpointWatch's mutex.
 type namespaceWatch struct {
-	w        *endpointWatch
-	ns       string
-	svcStop  chan struct{}
-	svcInf   cache.SharedIndexInformer
-	services []string // followed now, sorted
-	// sliceStop stops the current slice watch; gen tells its events from
-	// those of a watch already replaced.
-	sliceStop chan struct{}
-	gen       int
-	timer     *time.Timer
-	stopped   bool
+	w       *endpointWatch
+	ns      string
+	svcStop chan struct{}
+	svcInf  cache.SharedIndexInformer
+	// slices are the followed services' slice watches, by service name.
+	// A handler applies events only while its watch is the one here.
+	slices  map[string]*serviceSlices
+	timer   *time.Timer
+	stopped bool
+}
+
+// serviceSlices is the slice watch of one service.
+type serviceSlices struct {
+	service string
+	stop    chan struct{}
 }
 
 func newNamespaceWatch(w *endpointWatch, ns string) *namespaceWatch {
-	return &namespaceWatch{w: w, ns: ns}
+	return &namespaceWatch{w: w, ns: ns, slices: make(map[string]*serviceSlices)}
 }
 
 func (n *namespaceWatch) startServices() {
@@ -59,8 +62,12 @@ func (n *namespaceWatch) scheduleRecompute() {
 	}
 }
 
-// recompute restarts the slice watch when the set of services selecting
-// local pods has changed.
+// recompute follows the services that came to select local pods and
+// stops following those that no longer do. Each service has its own watch,
+// so a change of the set lists only the services that joined it: a single
+// watch of the set (kubernetes.io/service-name in (...)) had to be restarted
+// with a new list of every followed service at each change, which a rollout
+// moving the node's pods between services does several times per daemon.
 func (n *namespaceWatch) recompute() {
 	defer n.w.flush()
 	n.w.mu.Lock()
@@ -74,63 +81,65 @@ func (n *namespaceWatch) recompute() {
 		return
 	}
 	set := n.w.selectingServices(n.ns, n.svcInf.GetStore().List())
-	if slices.Equal(set, n.services) {
-		return
+	for name := range n.slices {
+		if !slices.Contains(set, name) {
+			n.unfollow(name)
+		}
 	}
-	n.w.k.cfg.Log.Debug().Str("namespace", n.ns).Strs("services", set).Msg("following EndpointSlices")
-	n.restartSlices(set)
+	for _, name := range set {
+		if n.slices[name] == nil {
+			n.w.k.cfg.Log.Debug().Str("namespace", n.ns).Str("service", name).Msg("following EndpointSlices")
+			n.follow(name)
+		}
+	}
 }
 
-// restartSlices replaces the slice watch by one for the given services.
-func (n *namespaceWatch) restartSlices(set []string) {
-	n.stopSlices()
-	n.services = set
-	n.gen++
-	follow := func(_ string, e sliceEntry) bool { return slices.Contains(set, e.service) }
-	n.w.emit(n.w.table.retain(n.ns, follow, n.w.k.cfg.Now()))
-	if len(set) == 0 {
-		return
-	}
-	n.w.k.counts.restarts.Add(1)
-	req, err := labels.NewRequirement(discoveryv1.LabelServiceName, selection.In, set)
-	if err != nil {
-		n.w.k.cfg.Log.Error().Err(err).Strs("services", set).Msg("cannot select EndpointSlices of these services")
-		return
-	}
-	selector := labels.NewSelector().Add(*req).String()
+// unfollow stops a service's slice watch and drops its endpoints; mu is held.
+func (n *namespaceWatch) unfollow(name string) {
+	close(n.slices[name].stop)
+	delete(n.slices, name)
+	n.w.emit(n.w.table.retain(n.ns, func(_ string, e sliceEntry) bool { return e.service != name }, n.w.k.cfg.Now()))
+}
+
+// follow starts the slice watch of a service (label selector
+// kubernetes.io/service-name=<name>); mu is held.
+func (n *namespaceWatch) follow(name string) {
+	n.w.k.counts.sliceWatches.Add(1)
+	ss := &serviceSlices{service: name, stop: make(chan struct{})}
+	n.slices[name] = ss
+	selector := labels.SelectorFromValidatedSet(labels.Set{discoveryv1.LabelServiceName: name}).String()
 	lw := cache.NewFilteredListWatchFromClient(n.w.k.client.DiscoveryV1().RESTClient(), "endpointslices", n.ns,
 		func(o *metav1.ListOptions) { o.LabelSelector = selector })
 	inf := cache.NewSharedIndexInformer(lw, &discoveryv1.EndpointSlice{}, 0, cache.Indexers{})
 	_ = inf.SetTransform(shrinkSliceObject)
-	gen := n.gen
-	_, _ = inf.AddEventHandler(n.sliceHandler(gen))
-	n.sliceStop = make(chan struct{})
-	go inf.Run(n.sliceStop)
-	go n.reconcileAfterSync(inf, gen, n.sliceStop)
+	_, _ = inf.AddEventHandler(n.sliceHandler(ss))
+	go inf.Run(ss.stop)
+	go n.reconcileAfterSync(inf, ss)
 }
 
-// reconcileAfterSync drops slices deleted while no watch ran: the new
-// watch's first list is the truth for the services it follows.
-func (n *namespaceWatch) reconcileAfterSync(inf cache.SharedIndexInformer, gen int, stop chan struct{}) {
-	if !cache.WaitForCacheSync(stop, inf.HasSynced) {
+// reconcileAfterSync drops the service's slices deleted while it was not
+// followed: the watch's first list is the truth for its service.
+func (n *namespaceWatch) reconcileAfterSync(inf cache.SharedIndexInformer, ss *serviceSlices) {
+	if !cache.WaitForCacheSync(ss.stop, inf.HasSynced) {
 		return
 	}
 	defer n.w.flush()
 	n.w.mu.Lock()
 	defer n.w.mu.Unlock()
-	if gen != n.gen || n.stopped {
+	if n.slices[ss.service] != ss || n.stopped {
 		return
 	}
 	listed := make(map[string]bool)
 	for _, key := range inf.GetStore().ListKeys() {
 		listed[key] = true
 	}
-	n.w.emit(n.w.table.retain(n.ns, func(key string, _ sliceEntry) bool { return listed[key] }, n.w.k.cfg.Now()))
+	keep := func(key string, e sliceEntry) bool { return e.service != ss.service || listed[key] }
+	n.w.emit(n.w.table.retain(n.ns, keep, n.w.k.cfg.Now()))
 }
 
-func (n *namespaceWatch) sliceHandler(gen int) cache.ResourceEventHandler {
-	// on counts a slice event and, unless a newer watch generation or a
-	// stop replaced this one, applies change to the table.
+func (n *namespaceWatch) sliceHandler(ss *serviceSlices) cache.ResourceEventHandler {
+	// on counts a slice event and, unless the service is no longer
+	// followed by this watch, applies change to the table.
 	on := func(obj any, change func(s *discoveryv1.EndpointSlice, now time.Time) []collector.EndpointUpdate) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
@@ -143,7 +152,7 @@ func (n *namespaceWatch) sliceHandler(gen int) cache.ResourceEventHandler {
 		defer n.w.flush()
 		n.w.mu.Lock()
 		defer n.w.mu.Unlock()
-		if gen == n.gen && !n.stopped {
+		if n.slices[ss.service] == ss && !n.stopped {
 			n.w.emit(change(s, n.w.k.cfg.Now()))
 		}
 	}
@@ -156,19 +165,15 @@ func (n *namespaceWatch) sliceHandler(gen int) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{AddFunc: apply, UpdateFunc: func(_, o any) { apply(o) }, DeleteFunc: remove}
 }
 
-func (n *namespaceWatch) stopSlices() {
-	if n.sliceStop != nil {
-		close(n.sliceStop)
-		n.sliceStop = nil
-	}
-}
-
-// stop ends both watches; mu is held.
+// stop ends the namespace's watches; mu is held.
 func (n *namespaceWatch) stop() {
 	n.stopped = true
 	if n.timer != nil {
 		n.timer.Stop()
 	}
-	n.stopSlices()
+	for name, ss := range n.slices {
+		close(ss.stop)
+		delete(n.slices, name)
+	}
 	close(n.svcStop)
 }

@@ -35,11 +35,14 @@ func TestEndpointSinkBlockedDoesNotBlockStop(t *testing.T) {
 	k := &Kube{cfg: Config{Sink: sink, Now: func() time.Time { return t0 }}}
 	w := newEndpointWatch(k)
 	w.pods[localA] = localPod{namespace: "shop"}
-	nw := &namespaceWatch{w: w, ns: "shop", svcStop: make(chan struct{})}
+	nw := newNamespaceWatch(w, "shop")
+	nw.svcStop = make(chan struct{})
+	web := &serviceSlices{service: "web", stop: make(chan struct{})}
+	nw.slices["web"] = web
 	w.namespaces["shop"] = nw
 	handled := make(chan struct{})
 	go func() {
-		nw.sliceHandler(0).OnAdd(slice("web-1", "web", time.Time{}, ep(localA, yes, yes, no)), false)
+		nw.sliceHandler(web).OnAdd(slice("web-1", "web", time.Time{}, ep(localA, yes, yes, no)), false)
 		close(handled)
 	}()
 	<-sink.entered

@@ -54,16 +54,16 @@ type Config struct {
 // puts on the API server and the network, measured by tests.
 type Stats struct {
 	PodEvents, ServiceEvents, SliceEvents, KubeletEvents uint64
-	// SliceWatchRestarts counts EndpointSlice watches (re)started because
-	// the set of services selecting local pods changed.
-	SliceWatchRestarts uint64
+	// SliceWatches counts EndpointSlice watches started: one per service
+	// that came to select a local pod, each listing that service's slices.
+	SliceWatches uint64
 	// PodWatchFailures counts failed lists and watches of the node's pods
 	// (what liveness reports when they persist).
 	PodWatchFailures uint64
 }
 
 type kubeCounters struct {
-	pods, services, slices, events, restarts, podFailures atomic.Uint64
+	pods, services, slices, events, sliceWatches, podFailures atomic.Uint64
 }
 
 // Kube watches, for one node: its pods, the owners of those pods (metadata
@@ -156,6 +156,6 @@ func (k *Kube) Stats() Stats {
 	return Stats{
 		PodEvents: k.counts.pods.Load(), ServiceEvents: k.counts.services.Load(),
 		SliceEvents: k.counts.slices.Load(), KubeletEvents: k.counts.events.Load(),
-		SliceWatchRestarts: k.counts.restarts.Load(), PodWatchFailures: k.counts.podFailures.Load(),
+		SliceWatches: k.counts.sliceWatches.Load(), PodWatchFailures: k.counts.podFailures.Load(),
 	}
 }

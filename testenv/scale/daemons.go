@@ -3,6 +3,7 @@ package scale
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,9 +32,13 @@ const (
 // and watch events), by resource.
 type received struct {
 	pods, services, slices, events uint64
-	// sliceRestarts counts EndpointSlice watches restarted (a new list)
-	// because the services selecting local pods changed.
-	sliceRestarts uint64
+	// sliceWatches counts EndpointSlice watches started (each lists the
+	// slices it follows).
+	sliceWatches uint64
+	// terminations counts the local pods whose deletion a daemon saw;
+	// killingSeen those of them whose Killing Event it received (the
+	// Killing mark of a termination). Scoped only.
+	terminations, killingSeen uint64
 }
 
 // watcher is one node's daemon, kube side only.
@@ -110,11 +115,12 @@ func newDaemon(d Design, node string, base *rest.Config, log zerolog.Logger) (*d
 	}
 	switch d {
 	case Scoped:
-		k, err := kube.New(kube.Config{NodeName: node, Rest: cfg, Sink: discard{}, Log: log.With().Str("node", node).Logger()})
+		sink := &killingTally{deleted: map[string]bool{}, killing: map[string]bool{}, terminating: map[string]time.Time{}}
+		k, err := kube.New(kube.Config{NodeName: node, Rest: cfg, Sink: sink, Log: log.With().Str("node", node).Logger()})
 		if err != nil {
 			return nil, err
 		}
-		dm.w = scoped{k}
+		dm.w = scoped{k, sink}
 	case Naive:
 		if dm.w, err = newNaive(node, cfg); err != nil {
 			return nil, err
@@ -126,13 +132,18 @@ func newDaemon(d Design, node string, base *rest.Config, log zerolog.Logger) (*d
 }
 
 // scoped adapts collector/kube's Kube.
-type scoped struct{ k *kube.Kube }
+type scoped struct {
+	k     *kube.Kube
+	tally *killingTally
+}
 
 func (s scoped) run(ctx context.Context) error { return s.k.Run(ctx) }
 func (s scoped) synced() bool                  { return s.k.Synced() }
 func (s scoped) received() received {
 	st := s.k.Stats()
-	return received{pods: st.PodEvents, services: st.ServiceEvents, slices: st.SliceEvents, events: st.KubeletEvents, sliceRestarts: st.SliceWatchRestarts}
+	terminations, killing := s.tally.counts()
+	return received{pods: st.PodEvents, services: st.ServiceEvents, slices: st.SliceEvents, events: st.KubeletEvents,
+		sliceWatches: st.SliceWatches, terminations: terminations, killingSeen: killing}
 }
 
 // discard stands in for the correlator: the API server's cost does not
@@ -143,3 +154,89 @@ func (discard) Pod(collector.PodUpdate)           {}
 func (discard) PodDeleted(collector.PodDeleted)   {}
 func (discard) Kubelet(collector.KubeletEvent)    {}
 func (discard) Endpoint(collector.EndpointUpdate) {}
+
+// killingTally stands in for the correlator and keeps, per pod UID, whether
+// the daemon saw its deletion and its Killing Event: a termination whose
+// Killing Event never arrives has no stop mark.
+type killingTally struct {
+	discard
+	mu               sync.Mutex
+	deleted, killing map[string]bool
+	// delays are the Killing Events' receipt minus their time (the
+	// hollow kubelet's whole-second firstTimestamp: up to 1 s more).
+	delays []time.Duration
+	// terminating is when the daemon first saw a pod with a deletion
+	// timestamp: its Event watch starts then.
+	terminating map[string]time.Time
+	// afterWatch are the Killing Events' receipt minus terminating.
+	afterWatch []time.Duration
+}
+
+func (t *killingTally) Pod(u collector.PodUpdate) {
+	if u.Pod.DeletionTimestamp.IsZero() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.terminating[u.Pod.UID]; !ok {
+		t.terminating[u.Pod.UID] = time.Now()
+	}
+}
+
+// missed splits the terminations without a Killing Event: the daemon never
+// saw the pod terminating (no Event watch started), or it did.
+func (t *killingTally) missed() (unwatched, watched uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for uid := range t.deleted {
+		switch _, seen := t.terminating[uid]; {
+		case t.killing[uid]:
+		case seen:
+			watched++
+		default:
+			unwatched++
+		}
+	}
+	return unwatched, watched
+}
+
+func (t *killingTally) PodDeleted(d collector.PodDeleted) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.deleted[d.UID] = true
+}
+
+func (t *killingTally) Kubelet(e collector.KubeletEvent) {
+	if e.Reason != kube.ReasonKilling {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.killing[e.PodUID] {
+		t.delays = append(t.delays, time.Since(e.Time))
+		if at, ok := t.terminating[e.PodUID]; ok {
+			t.afterWatch = append(t.afterWatch, time.Since(at))
+		}
+	}
+	t.killing[e.PodUID] = true
+}
+
+func (t *killingTally) killingDelays() (sinceEvent, sinceWatch []time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.delays), slices.Clone(t.afterWatch)
+}
+
+// counts returns the deletions seen and how many of them had their
+// Killing Event.
+func (t *killingTally) counts() (terminations, killing uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for uid := range t.deleted {
+		terminations++
+		if t.killing[uid] {
+			killing++
+		}
+	}
+	return terminations, killing
+}

@@ -74,14 +74,15 @@ What is not linear in the nodes:
   grows with the size of those services (each slice update of a service goes to every node hosting one
   of its pods), not with the cluster. Scaling it with the node's pods assumes services of the measured
   size; a service of thousands of pods costs each of its nodes its whole churn, as in the naive design.
-  Each change of the set of followed services in a namespace restarts that namespace's slice watch with
-  a new list ("EndpointSlice watches restarted" in the table).
+  Each service that comes to select a local pod gets its own slice watch (one list of its slices,
+  "EndpointSlice watches started" in the table); the other services' watches go on.
 - EndpointSlices and Events (naive): every daemon receives every change in the cluster, so the total is
   nodes x cluster pods: quadratic in cluster size (x5,000 per change at 5,000 nodes).
 - Events have no watch cache in the API server (watch_cache_capacity lists none): each Event watch is an
-  etcd watch. Scoped holds one per terminating local pod, for its grace + 30 s; naive one per node, always.
-- Watches held: scoped is 1 (pods) + 2 per namespace with local pods (Services, EndpointSlices) + 1 per
-  terminating local pod; naive is 3 per node whatever runs on it.
+  etcd watch, and each list of them an etcd range over the namespace's Events. Scoped holds one list and
+  one watch per terminating local pod, for its grace + 30 s; naive one watch per node, always.
+- Watches held: scoped is 1 (pods) + 1 per namespace with local pods (Services) + 1 per service selecting
+  local pods (EndpointSlices) + 1 per terminating local pod; naive is 3 per node whatever runs on it.
 - API server CPU grows with the watch events it encodes and sends (the watch cache encodes each event
   once per format, then writes it to every watcher) and with lists at daemon start; on this shared
   2-core machine its CPU numbers are noisy, the counts and bytes are not.

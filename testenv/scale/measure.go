@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/drainwatch/drainwatch/collector/kube"
 )
 
 // Result is one design's rollout, measured.
@@ -21,6 +24,23 @@ type Result struct {
 	Start, During ClientCost
 	// PeakWatchesPerDaemon is the most watches one daemon held at once.
 	PeakWatchesPerDaemon int64
+	// Terminations counts the deletions the daemons saw during the rollout,
+	// KillingSeen those whose Killing Event reached their daemon before its
+	// Event watch ended (taken up to killingWait after the rollout).
+	Terminations, KillingSeen uint64
+	// KillingAtEnd counts the Killing Events received by the end of the
+	// rollout; KillingDelayMedian and Max are the Killing Events' receipt
+	// after their time (whole seconds, so up to 1 s too long).
+	KillingAtEnd                        uint64
+	KillingDelayMedian, KillingDelayMax time.Duration
+	// KillingAfterWatchMedian and Max are the Killing Events' receipt
+	// after their daemon first saw the pod terminating (its Event watch
+	// started then).
+	KillingAfterWatchMedian, KillingAfterWatchMax time.Duration
+	// MissedUnwatched counts the terminations without a Killing Event
+	// whose daemon never saw the pod terminating (only its delete: no
+	// Event watch); MissedWatched those whose Event watch ran.
+	MissedUnwatched, MissedWatched uint64
 }
 
 // ServerCost is the API server's side of a rollout.
@@ -110,7 +130,61 @@ func (c *cluster) measure(ctx context.Context, d Design) (Result, error) {
 	for _, dm := range daemons {
 		r.PeakWatchesPerDaemon = max(r.PeakWatchesPerDaemon, dm.wire.watchMax.Load())
 	}
+	r.KillingAtEnd = r.During.Objects.killingSeen
+	r.Terminations, r.KillingSeen = waitKilling(ctx, daemons, r.Start.Objects)
+	r.KillingDelayMedian, r.KillingDelayMax, r.KillingAfterWatchMedian, r.KillingAfterWatchMax = killingDelays(daemons)
+	for _, d := range daemons {
+		if s, ok := d.w.(scoped); ok {
+			u, w := s.tally.missed()
+			r.MissedUnwatched, r.MissedWatched = r.MissedUnwatched+u, r.MissedWatched+w
+		}
+	}
 	return r, nil
+}
+
+// killingDelays returns the median and the longest Killing Event delay
+// over all daemons, after the Event's time and after the Event watch began.
+func killingDelays(ds []*daemon) (median, longest, watchMedian, watchLongest time.Duration) {
+	var all, watch []time.Duration
+	for _, d := range ds {
+		if s, ok := d.w.(scoped); ok {
+			a, w := s.tally.killingDelays()
+			all, watch = append(all, a...), append(watch, w...)
+		}
+	}
+	median, longest = medianMax(all)
+	watchMedian, watchLongest = medianMax(watch)
+	return median, longest, watchMedian, watchLongest
+}
+
+func medianMax(d []time.Duration) (median, longest time.Duration) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	slices.Sort(d)
+	return d[len(d)/2], d[len(d)-1]
+}
+
+// killingWait bounds the wait for the last terminations' Killing Events:
+// a pod's Event watch ends its grace (5 s) plus the linger after its delete.
+const killingWait = kube.DefaultLinger + 10*time.Second
+
+// waitKilling returns the terminations seen since start and how many had
+// their Killing Event, once every one has it or killingWait has passed.
+func waitKilling(ctx context.Context, ds []*daemon, start received) (terminations, killing uint64) {
+	deadline := time.Now().Add(killingWait)
+	for {
+		o := clientTotals(ds).Objects
+		terminations, killing = o.terminations-start.terminations, o.killingSeen-start.killingSeen
+		if killing == terminations || time.Now().After(deadline) {
+			return terminations, killing
+		}
+		select {
+		case <-ctx.Done():
+			return terminations, killing
+		case <-time.After(sampleEvery):
+		}
+	}
 }
 
 // peaks samples what only has a value now.
@@ -148,7 +222,9 @@ func clientTotals(ds []*daemon) ClientCost {
 		t.Objects.services += o.services
 		t.Objects.slices += o.slices
 		t.Objects.events += o.events
-		t.Objects.sliceRestarts += o.sliceRestarts
+		t.Objects.sliceWatches += o.sliceWatches
+		t.Objects.terminations += o.terminations
+		t.Objects.killingSeen += o.killingSeen
 		for i := range t.BodyBytes {
 			t.BodyBytes[i] += d.wire.bodyBytes[i].Load()
 		}
@@ -164,7 +240,8 @@ func (a ClientCost) minus(b ClientCost) ClientCost {
 	d := ClientCost{
 		Objects: received{pods: a.Objects.pods - b.Objects.pods, services: a.Objects.services - b.Objects.services,
 			slices: a.Objects.slices - b.Objects.slices, events: a.Objects.events - b.Objects.events,
-			sliceRestarts: a.Objects.sliceRestarts - b.Objects.sliceRestarts},
+			sliceWatches: a.Objects.sliceWatches - b.Objects.sliceWatches,
+			terminations: a.Objects.terminations - b.Objects.terminations, killingSeen: a.Objects.killingSeen - b.Objects.killingSeen},
 		WireBytes: a.WireBytes - b.WireBytes, Requests: a.Requests - b.Requests, WatchRequests: a.WatchRequests - b.WatchRequests,
 		Gzipped: a.Gzipped - b.Gzipped,
 	}

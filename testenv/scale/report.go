@@ -65,7 +65,31 @@ func (r Report) watchRows(row rowFunc) {
 	row("daemons: watches open, peak of one daemon", func(x Result) string { return fmt.Sprint(x.PeakWatchesPerDaemon) })
 	row("daemons: watches opened during rollout", func(x Result) string { return fmt.Sprint(x.During.WatchRequests) })
 	row("daemons: requests during rollout", func(x Result) string { return fmt.Sprint(x.During.Requests) })
-	row("daemons: EndpointSlice watches restarted (relisted)", func(x Result) string { return fmt.Sprint(x.During.Objects.sliceRestarts) })
+	row("daemons: terminations seen / Killing Event by rollout end / within the watch", func(x Result) string {
+		if x.Terminations == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%d / %d / %d", x.Terminations, x.KillingAtEnd, x.KillingSeen)
+	})
+	row("daemons: Killing Event received after its time, median / max (s)", func(x Result) string {
+		if x.Terminations == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f / %.1f", x.KillingDelayMedian.Seconds(), x.KillingDelayMax.Seconds())
+	})
+	row("  after its daemon saw the pod terminating, median / max (s)", func(x Result) string {
+		if x.Terminations == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f / %.1f", x.KillingAfterWatchMedian.Seconds(), x.KillingAfterWatchMax.Seconds())
+	})
+	row("  missed: pod never seen terminating (no Event watch) / Event watch ran", func(x Result) string {
+		if x.Terminations == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%d / %d", x.MissedUnwatched, x.MissedWatched)
+	})
+	row("daemons: EndpointSlice watches started (each a list)", func(x Result) string { return fmt.Sprint(x.During.Objects.sliceWatches) })
 	row("daemons: gzipped responses (watches too) during rollout", func(x Result) string { return fmt.Sprint(x.During.Gzipped) })
 }
 

@@ -154,7 +154,9 @@ func testResetAtExitNamesTheExitingProcess(t *testing.T, opts Options, reason fu
 // data arriving for a connection the server closed) names no process,
 // although the packet was sent, and possibly received, in this process's
 // context: current is not the sender there. Each source sees it.
-func TestResetInSoftirqHasNoProcess(t *testing.T) { forEachResetSource(t, testResetInSoftirqHasNoProcess) }
+func TestResetInSoftirqHasNoProcess(t *testing.T) {
+	forEachResetSource(t, testResetInSoftirqHasNoProcess)
+}
 
 func testResetInSoftirqHasNoProcess(t *testing.T, opts Options, reason func(uint32) uint32) {
 	// The closed connection answers as an orphaned FIN_WAIT2 socket: the

@@ -118,7 +118,9 @@ static __always_inline void sock_reset(const struct sock *sk, __u32 reason)
 		return;
 	e->netns = netns;
 	e->reason = reason;
-	e->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	/* Never 0 where the helper exists (0 would read as no socket); the
+	 * loader leaves this program out where it does not (Linux < 5.12). */
+	e->cookie = sock_cookie(sk);
 	event_sock_addrs(e, sk);
 	if (sent_by_owner(sk))
 		event_current(e);

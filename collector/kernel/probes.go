@@ -116,10 +116,19 @@ func refusedSources(opts Options) []probeProg {
 		reset.fallback = fallbackWhy("", err)
 		noSocket.fallback = reset.fallback
 	}
+	progs := []probeProg{noSocket}
 	if n, err := tracepointArgs("kfree_skb"); err == nil && n < 3 {
-		return []probeProg{byLocation, reset}
+		progs = []probeProg{byLocation}
 	}
-	return []probeProg{noSocket, reset}
+	if !kernelHasFunc("bpf_get_socket_ptr_cookie") {
+		// Linux < 5.12: a reset's socket has no cookie to join its
+		// accept and teardown by, and a generated identity would count
+		// a connection reset at exit twice. Resets are not reported.
+		progs[0].loses = "resets"
+		progs[0].fallback += "; resets of sockets are not reported (no socket cookie for tracing programs before Linux 5.12)"
+		return progs
+	}
+	return append(progs, reset)
 }
 
 // exitSource prefers sched_process_exit's group_dead argument, which says

@@ -66,7 +66,9 @@ func featureState(f matrixFeature, probes []ProbeStatus) string {
 	for _, name := range f.probes {
 		p, ok := probeNamed(probes, name)
 		if !ok && name == "reset" {
+			// Only tcp_send_reset with its reason reports resets too.
 			p, ok = probeNamed(probes, "refused")
+			ok = ok && p.Hook == "tp_btf/tcp_send_reset"
 		}
 		switch {
 		case !ok || p.State == ProbeUnavailable:

@@ -4,6 +4,7 @@ package kernel
 
 import (
 	"bufio"
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -76,9 +77,22 @@ func guestAccepts(t *testing.T, n int, unread map[uint16]bool) uint16 {
 			waitUnread(t, s.(*net.TCPConn))
 		}
 		s.Close()
+		if unread != nil {
+			waitReset(t, c)
+		}
 		c.Close()
 	}
 	return uint16(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// waitReset waits (bounded) until the client has taken the server's RST,
+// so that its close sends nothing: a FIN it sent before would meet no
+// socket and draw one more RST (under TCG the RST may still be queued).
+func waitReset(t *testing.T, c net.Conn) {
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("the client's read after the server's abort: %v, want ECONNRESET", err)
+	}
 }
 
 // waitUnread waits (bounded) until the client's byte sits in the server's

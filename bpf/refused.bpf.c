@@ -4,12 +4,14 @@
  * client sees as ECONNREFUSED), `reset` for any other RST in a watched
  * network namespace.
  *
- * Three sources, exactly one loaded (the loader deletes the others from the
- * spec): tcp_send_reset with its reason argument (Linux >= 6.10); on older
- * kernels kfree_skb with drop reason NO_SOCKET, which frees the SYN that
- * tcp_v4_rcv/tcp_v6_rcv answered with a RST (Linux >= 5.17); before drop
+ * tcp_send_reset with its reason argument sees every RST (Linux >= 6.10),
+ * alone. Older kernels trace tcp_send_reset only for RSTs of full sockets,
+ * without a reason (tcp_send_reset_sock), and nothing for RSTs answering a
+ * segment no socket wants; those come from the segment's free after the RST:
+ * kfree_skb with drop reason NO_SOCKET (Linux >= 5.17), or, before drop
  * reasons, kfree_skb called from inside tcp_v4_rcv/tcp_v6_rcv on a bare SYN
- * (rcv_ranges, from /proc/kallsyms). RSTs without a socket run
+ * (rcv_ranges, from /proc/kallsyms; refusals only). The loader keeps one
+ * no-socket source and, below 6.10, tcp_send_reset_sock. RSTs without a socket run
  * in softirq and attribute by the receiving device's network namespace; RSTs
  * a socket sends attribute by the socket's, and carry the sending process
  * when its owner sent them (see sent_by_owner). */
@@ -106,38 +108,70 @@ static __always_inline bool sent_by_owner(const struct sock *sk)
  * connections reset at exit; in softirq (a segment for a closed or orphaned
  * connection, keepalive and retransmit timeouts) `current` is whatever task
  * the interrupt hit, so pid, tid and comm stay 0. */
-SEC("tp_btf/tcp_send_reset")
-int BPF_PROG(tcp_send_reset, const struct sock *sk, const struct sk_buff *skb, int reason)
+static __always_inline void sock_reset(const struct sock *sk, __u32 reason)
 {
-	if (!sk) {
-		if (skb)
-			no_socket(skb, reason, false);
-		return 0;
-	}
 	__u32 netns = sock_netns(sk);
 	if (!netns_watched(netns))
-		return 0;
+		return;
 	struct event *e = event_reserve(EV_RESET);
 	if (!e)
-		return 0;
+		return;
 	e->netns = netns;
 	e->reason = reason;
-	e->cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
+	/* Never 0 where the helper exists (0 would read as no socket); the
+	 * loader leaves this program out where it does not (Linux < 5.12). */
+	e->cookie = sock_cookie(sk);
 	event_sock_addrs(e, sk);
 	if (sent_by_owner(sk))
 		event_current(e);
 	event_submit(e);
+}
+
+SEC("tp_btf/tcp_send_reset")
+int BPF_PROG(tcp_send_reset, const struct sock *sk, const struct sk_buff *skb, int reason)
+{
+	if (sk)
+		sock_reset(sk, reason);
+	else if (skb)
+		no_socket(skb, reason, false);
 	return 0;
 }
 
-/* Fallback for kernels whose tcp_send_reset has no reason: only refused
- * connections (SYNs) are reported; other RSTs are not seen. */
+/* SK_RST_REASON_NOT_SPECIFIED: the kernel names no reason below 6.10. */
+#define RST_REASON_UNKNOWN 0
+
+/* RSTs of full sockets on kernels whose tcp_send_reset has no reason
+ * argument (Linux < 6.10), which fire it only for those (`if (sk &&
+ * sk_fullsock(sk))` in tcp_v4_send_reset/tcp_v6_send_reset, and
+ * tcp_send_active_reset). It reads two arguments, so it also loads on later
+ * kernels, where the same test keeps it to what older ones report: RSTs
+ * without a socket come from a kfree_skb program, and those of timewait and
+ * request sockets (which name no process, so no count uses them) are not
+ * seen. */
+SEC("tp_btf/tcp_send_reset")
+int BPF_PROG(tcp_send_reset_sock, const struct sock *sk, const struct sk_buff *skb)
+{
+	if (!sk)
+		return 0;
+	__u8 state = BPF_CORE_READ(sk, __sk_common.skc_state);
+	if (state == DW_TCP_TIME_WAIT || state == DW_TCP_NEW_SYN_RECV)
+		return 0;
+	sock_reset(sk, RST_REASON_UNKNOWN);
+	return 0;
+}
+
+/* RSTs without a socket on kernels whose tcp_send_reset has no reason
+ * (Linux 5.17 to 6.9): tcp_v4_rcv/tcp_v6_rcv free a segment no socket
+ * wants with NO_SOCKET after tcp_v4_send_reset(NULL, skb) answered it, or
+ * after it did not: the segment was a RST (no_socket skips those), failed
+ * its checksum (reason TCP_CSUM instead) or an IPsec policy (rare, counted).
+ * A bare SYN is refused, anything else reset. */
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(kfree_skb_no_socket, struct sk_buff *skb, void *location, int reason)
 {
 	if (reason != bpf_core_enum_value(enum skb_drop_reason, SKB_DROP_REASON_NO_SOCKET))
 		return 0;
-	no_socket(skb, RST_REASON_NO_SOCKET, true);
+	no_socket(skb, RST_REASON_NO_SOCKET, false);
 	return 0;
 }
 
@@ -160,7 +194,8 @@ static __always_inline bool in_tcp_rcv(__u64 ip)
  * its checksum or a policy check, or meets a TIME_WAIT socket whose
  * listener is gone; a SYN a listener handles is freed elsewhere
  * (tcp_v4_do_rcv, consume_skb). The last three are rare and count here as
- * refused too. */
+ * refused too. Other segments it frees are no measure of RSTs (a timewait
+ * socket's ACKs end there too), so RSTs without a socket are not reported. */
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(kfree_skb_rcv_syn, struct sk_buff *skb, void *location)
 {

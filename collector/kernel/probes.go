@@ -21,7 +21,8 @@ const (
 // drainwatch_probe_attached{probe} metric.
 type ProbeStatus struct {
 	// Name is a stable label: sock_state, sock_recv, sock_send, refused,
-	// signal, exit.
+	// reset (below Linux 6.10, where refused does not see them), signal,
+	// exit.
 	Name string
 	// Hook is what the program attached to, e.g. tp_btf/tcp_send_reset.
 	Hook   string
@@ -80,37 +81,54 @@ func probeObjects(opts Options) []probeObject {
 			{name: "sock_recv", prog: "sock_recv", hook: "tp_btf/sock_recv_length"},
 			{name: "sock_send", prog: "sock_send", hook: "tp_btf/sock_send_length"},
 		}},
-		{load: loadRefused, progs: []probeProg{refusedSource(opts)}},
+		{load: loadRefused, progs: refusedSources(opts)},
 		{load: loadSignal, progs: []probeProg{{name: "signal", prog: "signal_generate", hook: "tp_btf/signal_generate"}}},
 		{load: loadExit, progs: []probeProg{exitSource()}},
 	}
 }
 
-// refusedSource picks exactly one source of refused connections, so no
-// packet is ever counted twice: tcp_send_reset when its reason argument
-// exists (Linux >= 6.10), else kfree_skb with drop reason NO_SOCKET (Linux
-// >= 5.17), else kfree_skb called from tcp_v4_rcv/tcp_v6_rcv on a bare SYN.
-func refusedSource(opts Options) probeProg {
+// refusedSources picks the programs that see RSTs, so that each is seen
+// once: tcp_send_reset alone when its reason argument exists (Linux >=
+// 6.10, every RST); else tcp_send_reset without it for RSTs of sockets
+// (probe "reset") and, for RSTs without a socket, kfree_skb with drop
+// reason NO_SOCKET (Linux >= 5.17), else kfree_skb called from
+// tcp_v4_rcv/tcp_v6_rcv on a bare SYN, which sees refusals only.
+func refusedSources(opts Options) []probeProg {
+	reset := probeProg{name: "reset", prog: "tcp_send_reset_sock", hook: "tp_btf/tcp_send_reset",
+		fallback: "tcp_send_reset has no reason argument (Linux < 6.10): resets of full sockets with reason 0; those of timewait and request sockets, which no count uses, are not seen"}
+	noSocket := probeProg{name: "refused", prog: "kfree_skb_no_socket", hook: "tp_btf/kfree_skb",
+		fallback: "tcp_send_reset has no reason argument (Linux < 6.10): the segments answered with a RST for want of a socket, from their drop reason NO_SOCKET"}
 	byLocation := probeProg{name: "refused", prog: "kfree_skb_rcv_syn", hook: "tp_btf/kfree_skb:tcp_v4_rcv",
-		fallback: "no skb drop reasons (Linux < 5.17): a SYN freed by tcp_v4_rcv/tcp_v6_rcv counts as refused; other RSTs are not reported",
-		loses:    "resets"}
-	if opts.RefusedByLocation {
-		byLocation.fallback = "forced by option"
-		return byLocation
-	}
-	p := probeProg{name: "refused", prog: "tcp_send_reset", hook: "tp_btf/tcp_send_reset"}
-	why := "forced by option"
-	if !opts.RefusedFallback {
-		n, err := tracepointArgs("tcp_send_reset")
-		if n >= 3 {
-			return p
+		fallback: "no skb drop reasons (Linux < 5.17): a SYN freed by tcp_v4_rcv/tcp_v6_rcv counts as refused; RSTs answering other segments without a socket are not reported",
+		loses:    "resets without a socket"}
+	if opts.RefusedByLocation || opts.RefusedFallback {
+		reset.fallback, noSocket.fallback, byLocation.fallback = "forced by option", "forced by option", "forced by option"
+		if opts.RefusedByLocation {
+			return []probeProg{byLocation, reset}
 		}
-		why = fallbackWhy("tcp_send_reset has no reason argument (Linux < 6.10); other RSTs are not reported", err)
-		if n, err := tracepointArgs("kfree_skb"); err == nil && n < 3 {
-			return byLocation
-		}
+		return []probeProg{noSocket, reset}
 	}
-	return probeProg{name: "refused", prog: "kfree_skb_no_socket", hook: "tp_btf/kfree_skb", fallback: why, loses: "resets"}
+	n, err := tracepointArgs("tcp_send_reset")
+	if n >= 3 {
+		return []probeProg{{name: "refused", prog: "tcp_send_reset", hook: "tp_btf/tcp_send_reset"}}
+	}
+	if err != nil {
+		reset.fallback = fallbackWhy("", err)
+		noSocket.fallback = reset.fallback
+	}
+	progs := []probeProg{noSocket}
+	if n, err := tracepointArgs("kfree_skb"); err == nil && n < 3 {
+		progs = []probeProg{byLocation}
+	}
+	if !kernelHasFunc("bpf_get_socket_ptr_cookie") {
+		// Linux < 5.12: a reset's socket has no cookie to join its
+		// accept and teardown by, and a generated identity would count
+		// a connection reset at exit twice. Resets are not reported.
+		progs[0].loses = "resets"
+		progs[0].fallback += "; resets of sockets are not reported (no socket cookie for tracing programs before Linux 5.12)"
+		return progs
+	}
+	return append(progs, reset)
 }
 
 // exitSource prefers sched_process_exit's group_dead argument, which says

@@ -107,6 +107,7 @@ const (
 	refusedProgKfreeSkbNoSocket = "kfree_skb_no_socket"
 	refusedProgKfreeSkbRcvSyn   = "kfree_skb_rcv_syn"
 	refusedProgTcpSendReset     = "tcp_send_reset"
+	refusedProgTcpSendResetSock = "tcp_send_reset_sock"
 	refusedVarCookieHelper      = "cookie_helper"
 	refusedVarRcvRanges         = "rcv_ranges"
 	refusedVarWatchAll          = "watch_all"
@@ -157,6 +158,7 @@ type refusedProgramSpecs struct {
 	KfreeSkbNoSocket *ebpf.ProgramSpec `ebpf:"kfree_skb_no_socket"`
 	KfreeSkbRcvSyn   *ebpf.ProgramSpec `ebpf:"kfree_skb_rcv_syn"`
 	TcpSendReset     *ebpf.ProgramSpec `ebpf:"tcp_send_reset"`
+	TcpSendResetSock *ebpf.ProgramSpec `ebpf:"tcp_send_reset_sock"`
 }
 
 // refusedMapSpecs contains maps before they are loaded into the kernel.
@@ -244,6 +246,7 @@ type refusedPrograms struct {
 	KfreeSkbNoSocket *ebpf.Program `ebpf:"kfree_skb_no_socket"`
 	KfreeSkbRcvSyn   *ebpf.Program `ebpf:"kfree_skb_rcv_syn"`
 	TcpSendReset     *ebpf.Program `ebpf:"tcp_send_reset"`
+	TcpSendResetSock *ebpf.Program `ebpf:"tcp_send_reset_sock"`
 }
 
 func (p *refusedPrograms) Close() error {
@@ -251,6 +254,7 @@ func (p *refusedPrograms) Close() error {
 		p.KfreeSkbNoSocket,
 		p.KfreeSkbRcvSyn,
 		p.TcpSendReset,
+		p.TcpSendResetSock,
 	)
 }
 

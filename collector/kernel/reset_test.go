@@ -14,15 +14,49 @@ import (
 	"github.com/drainwatch/drainwatch/collector"
 )
 
+// resetSources are the ways RSTs are seen: tcp_send_reset with its reason
+// (Linux >= 6.10) and the two fallbacks of older kernels, forced, where
+// tcp_send_reset without its reason sees the RSTs of sockets (reason 0).
+var resetSources = []struct {
+	name string
+	opts Options
+	// named: the source reports the kernel's reason for a socket's RST.
+	named bool
+	// noSocket: the source sees RSTs answering segments without a socket.
+	noSocket bool
+}{
+	{"tcp_send_reset", Options{}, true, true},
+	{"tcp_send_reset_sock+kfree_skb", Options{RefusedFallback: true}, false, true},
+	{"tcp_send_reset_sock+kfree_skb_rcv_syn", Options{RefusedByLocation: true}, false, false},
+}
+
+// forEachResetSource runs test once per source of RSTs, with the reason a
+// socket's RST should carry: want from the kernel, 0 where it names none.
+func forEachResetSource(t *testing.T, test func(t *testing.T, opts Options, reason func(want uint32) uint32)) {
+	for _, src := range resetSources {
+		t.Run(src.name, func(t *testing.T) {
+			test(t, src.opts, func(want uint32) uint32 {
+				if src.named {
+					return want
+				}
+				return 0
+			})
+		})
+	}
+}
+
 // TestResetAndCloseCause: a server closing a connection whose request it
 // never read sends a RST (reason TCP_ABORT_ON_CLOSE) and loses an in-flight
 // request by its own close (cause close); the same server answering first
 // and then closing loses nothing. One socket cookie follows the connection
-// from accept to reset to conn_closed_inflight.
-func TestResetAndCloseCause(t *testing.T) {
-	const abortOnClose = 11 // SK_RST_REASON_TCP_ABORT_ON_CLOSE
+// from accept to reset to conn_closed_inflight. Each source sees it.
+func TestResetAndCloseCause(t *testing.T) { forEachResetSource(t, testResetAndCloseCause) }
+
+func testResetAndCloseCause(t *testing.T, opts Options, reason func(uint32) uint32) {
+	abortOnClose := reason(11) // SK_RST_REASON_TCP_ABORT_ON_CLOSE
 	l := newLab(t)
-	k := openTestKernel(t, Options{Detail: true})
+	opts.Detail = true
+	k := openTestKernel(t, opts)
 	srv := l.server.Inode()
 	if err := k.WatchNetns(srv); err != nil {
 		t.Fatal(err)
@@ -68,12 +102,16 @@ func TestResetAndCloseCause(t *testing.T) {
 // request it accepted but never read; the exit closes its files and the
 // kernel resets that connection in the exiting process's context. The reset
 // carries that process's pid, which correlate's connections_reset_at_exit
-// needs.
+// needs. Each source sees it.
 func TestResetAtExitNamesTheExitingProcess(t *testing.T) {
-	const abortOnClose = 11 // SK_RST_REASON_TCP_ABORT_ON_CLOSE
+	forEachResetSource(t, testResetAtExitNamesTheExitingProcess)
+}
+
+func testResetAtExitNamesTheExitingProcess(t *testing.T, opts Options, reason func(uint32) uint32) {
+	abortOnClose := reason(11) // SK_RST_REASON_TCP_ABORT_ON_CLOSE
 	py := requirePython(t)
 	l := newLab(t)
-	k := openTestKernel(t, Options{})
+	k := openTestKernel(t, opts)
 	srv := l.server.Inode()
 	must(t, k.WatchNetns(srv))
 	// Accepts the readiness probe of startProcess, then one connection it
@@ -115,14 +153,19 @@ func TestResetAtExitNamesTheExitingProcess(t *testing.T) {
 // TestResetInSoftirqHasNoProcess: a RST the kernel sends in softirq (here:
 // data arriving for a connection the server closed) names no process,
 // although the packet was sent, and possibly received, in this process's
-// context: current is not the sender there.
+// context: current is not the sender there. Each source sees it.
 func TestResetInSoftirqHasNoProcess(t *testing.T) {
-	// The closed connection answers as an orphaned FIN_WAIT2 socket (the
+	forEachResetSource(t, testResetInSoftirqHasNoProcess)
+}
+
+func testResetInSoftirqHasNoProcess(t *testing.T, opts Options, reason func(uint32) uint32) {
+	// The closed connection answers as an orphaned FIN_WAIT2 socket: the
 	// ACK of its FIN was processed from the backlog of the close, which
-	// keeps it a full socket) or, had it become one, as a timewait socket.
-	const abortOnData, timewaitSocket = 8, 9 // SK_RST_REASON_TCP_ABORT_ON_DATA, ..._TCP_TIMEWAIT_SOCKET
+	// keeps it a full socket (a timewait socket's RST, reason 9, would be
+	// unseen below Linux 6.10, as by the fallbacks).
+	abortOnData := reason(8) // SK_RST_REASON_TCP_ABORT_ON_DATA
 	l := newLab(t)
-	k := openTestKernel(t, Options{})
+	k := openTestKernel(t, opts)
 	srv := l.server.Inode()
 	must(t, k.WatchNetns(srv))
 	ln, err := l.server.Listen("tcp4", serverIP+":8080")
@@ -146,8 +189,8 @@ func TestResetInSoftirqHasNoProcess(t *testing.T) {
 	}
 	for _, ev := range evs {
 		if ev.Type == collector.EventReset {
-			if (ev.Reason != abortOnData && ev.Reason != timewaitSocket) || ev.Remote.Port() != uint16(c.LocalAddr().(*net.TCPAddr).Port) {
-				t.Errorf("reset %+v: want reason %d or %d on the client's connection", ev, abortOnData, timewaitSocket)
+			if ev.Reason != abortOnData || ev.Remote.Port() != uint16(c.LocalAddr().(*net.TCPAddr).Port) {
+				t.Errorf("reset %+v: want reason %d on the client's connection", ev, abortOnData)
 			}
 			assertSender(t, ev, 0, "")
 		}

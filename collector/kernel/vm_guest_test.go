@@ -42,7 +42,8 @@ func runMatrixSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	netns := uint32(st.Ino)
-	k, err := Open(Options{Logger: zerolog.New(zerolog.NewTestWriter(t))})
+	// Detail: every accept as an event, as the daemon asks for a terminating pod.
+	k, err := Open(Options{Logger: zerolog.New(zerolog.NewTestWriter(t)), Detail: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +71,7 @@ func runMatrixSuite(t *testing.T) {
 	fmt.Printf("VMGUEST traffic %.1fs, events %.1fs, holder exits %d\n",
 		traffic.Seconds(), (time.Since(start) - traffic).Seconds(), countExits(evs, w.holder))
 	checkMatrix(t, probes, w.features(evs))
+	checkOutcome(t, probes, netns, evs, w)
 	guestInflight(t, k)
 }
 

@@ -28,7 +28,8 @@ var matrixFeatures = []matrixFeature{
 	{name: "refused", want: nRefused, probes: []string{"refused"}},
 	{name: "accepted", want: nAccept, probes: []string{"sock_state"}},
 	{name: "listen_close", want: 1, probes: []string{"sock_state"}},
-	{name: "reset", want: nReset, probes: []string{"refused"}, optional: true},
+	{name: "reset", want: nReset, probes: []string{"reset"}, optional: true},
+	{name: "reset_no_socket", want: nLate, probes: []string{"refused"}, optional: true},
 	{name: "signal", want: 1, probes: []string{"signal"}},
 	{name: "exit", want: 1, probes: []string{"exit"}},
 	// In flight comes from the socket's state at teardown on every
@@ -58,21 +59,27 @@ func checkMatrix(t *testing.T, probes []ProbeStatus, got map[string]int) {
 }
 
 // featureState is the worst state of the probes a feature needs: exact
-// when all are attached, fallback when one runs on its fallback (or a
-// weaker probe is not attached), unavailable when one is missing. Resets come only from tcp_send_reset
-// with its reason: the refused fallbacks do not report them.
+// when all are attached or on a fallback that counts the feature exactly,
+// fallback when one runs on another fallback (or a weaker probe is not
+// attached), unavailable when one is missing. The refused probe reports
+// resets too where no reset probe is loaded (tcp_send_reset with its
+// reason, Linux >= 6.10).
 func featureState(f matrixFeature, probes []ProbeStatus) string {
 	state := "exact"
 	for _, name := range f.probes {
 		p, ok := probeNamed(probes, name)
+		if !ok && name == "reset" {
+			// Only tcp_send_reset with its reason reports resets too.
+			p, ok = probeNamed(probes, "refused")
+			ok = ok && p.Hook == "tp_btf/tcp_send_reset"
+		}
 		switch {
 		case !ok || p.State == ProbeUnavailable:
 			return "unavailable"
-		case f.name == "reset" && p.State == ProbeFallback:
-			return "unavailable"
-		case f.name == "refused" && p.Hook == "tp_btf/kfree_skb":
-			// drop reason NO_SOCKET: exact for refused connections
-		case p.State == ProbeFallback:
+		case p.State == ProbeAttached || exactFallback(f.name, p):
+		case f.name == "reset_no_socket":
+			return "unavailable" // the source without drop reasons: refusals only
+		default:
 			state = "fallback"
 		}
 	}
@@ -82,6 +89,19 @@ func featureState(f matrixFeature, probes []ProbeStatus) string {
 		}
 	}
 	return state
+}
+
+// exactFallback says whether a fallback counts a feature exactly: drop
+// reason NO_SOCKET for refusals and RSTs without a socket; tcp_send_reset
+// without its reason for RSTs of sockets (reason 0: no count uses it).
+func exactFallback(feature string, p ProbeStatus) bool {
+	switch feature {
+	case "refused", "reset_no_socket":
+		return p.Hook == "tp_btf/kfree_skb"
+	case "reset":
+		return p.Name == "reset"
+	}
+	return false
 }
 
 func probeNamed(probes []ProbeStatus, name string) (ProbeStatus, bool) {

@@ -4,7 +4,9 @@ package kernel
 
 import (
 	"bufio"
+	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"syscall"
@@ -21,6 +23,7 @@ const (
 	nRefused = 5 // SYNs to a closed port
 	nAccept  = 3 // connections accepted and closed cleanly
 	nReset   = 2 // connections the server closes with unread data: one RST each
+	nLate    = 2 // segments to those connections once gone: one RST without a socket each
 	nHeld    = 2 // requests a server holds unanswered when SIGKILL hits it
 	nIdle    = 2 // answered keep-alive connections idle at the SIGKILL
 )
@@ -28,6 +31,7 @@ const (
 // workload is what the suite did, to match the kernel's events against.
 type workload struct {
 	acceptPort, holdPort uint16
+	resetPort            uint16
 	sleeper, holder      uint32
 	held, idle, reset    map[uint16]bool // client ports
 }
@@ -41,7 +45,8 @@ func newWorkload(t *testing.T) *workload {
 		}
 	}
 	w.acceptPort = guestAccepts(t, nAccept, nil)
-	guestAccepts(t, nReset, w.reset)
+	w.resetPort = guestAccepts(t, nReset, w.reset)
+	w.lateSegments(t)
 	w.sleeper = sigtermSleeper(t)
 	w.holdAndKill(t)
 	return w
@@ -72,9 +77,22 @@ func guestAccepts(t *testing.T, n int, unread map[uint16]bool) uint16 {
 			waitUnread(t, s.(*net.TCPConn))
 		}
 		s.Close()
+		if unread != nil {
+			waitReset(t, c)
+		}
 		c.Close()
 	}
 	return uint16(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// waitReset waits (bounded) until the client has taken the server's RST,
+// so that its close sends nothing: a FIN it sent before would meet no
+// socket and draw one more RST (under TCG the RST may still be queued).
+func waitReset(t *testing.T, c net.Conn) {
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Read(make([]byte, 1)); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("the client's read after the server's abort: %v, want ECONNRESET", err)
+	}
 }
 
 // waitUnread waits (bounded) until the client's byte sits in the server's
@@ -90,6 +108,23 @@ func waitUnread(t *testing.T, c *net.TCPConn) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatal("the client's byte never reached the server")
+}
+
+// lateSegments sends one segment from each reset connection's client to
+// its server's port, whose sockets are all gone (the listener closed, the
+// connections aborted): the kernel answers each with a RST no socket sends.
+func (w *workload) lateSegments(t *testing.T) {
+	server := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), w.resetPort)
+	n := 0
+	for port := range w.reset {
+		if n == nLate {
+			break
+		}
+		n++
+		if err := sendSegment(netip.AddrPortFrom(server.Addr(), port), server, tcpACK|tcpPSH, []byte("late\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func self(role string, files ...*os.File) *exec.Cmd {
@@ -194,8 +229,10 @@ func (w *workload) features(evs []collector.Event) map[string]int {
 			got["accepted"]++
 		case ev.Type == collector.EventListenClose && ev.Local.Port() == w.acceptPort:
 			got["listen_close"]++
-		case ev.Type == collector.EventReset && w.reset[ev.Remote.Port()]:
+		case ev.Type == collector.EventReset && ev.SockCookie != 0 && w.reset[ev.Remote.Port()]:
 			got["reset"]++
+		case ev.Type == collector.EventReset && ev.SockCookie == 0 && ev.Local.Port() == w.resetPort && w.reset[ev.Remote.Port()]:
+			got["reset_no_socket"]++
 		// The stop signal from outside: Go's runtime re-raises a fatal
 		// signal to itself (twice) to die of it.
 		case ev.Type == collector.EventSignal && ev.PID == w.sleeper && ev.SenderPID != w.sleeper &&

@@ -2,10 +2,30 @@
 
 /* Process exits in watched scopes, once per thread group: the last thread
  * to exit carries the group's status. Two programs, one loaded: the
- * tracepoint's group_dead argument where the kernel has it, else
- * signal->live reaching 0, which two threads exiting at the same moment can
- * both observe (the fallback may then report a group exit twice). */
+ * tracepoint's group_dead argument where the kernel has it (Linux >= 6.16),
+ * else signal->live reaching 0. do_exit decrements live well before the
+ * tracepoint, so every thread of a group exiting at the same moment may
+ * see 0: the fallback reports the group once, the first time, through
+ * group_exits. */
 #include "drainwatch.h"
+
+/* A thread group: its tgid and its leader's start time, which a reused
+ * tgid does not share. */
+struct group_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 start_time;
+};
+
+/* Groups whose exit the fallback reported. The duplicates come within
+ * microseconds of the first report, so an LRU that forgets old groups
+ * loses nothing; each entry is one exit of a watched process. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct group_key);
+	__type(value, __u8);
+} group_exits SEC(".maps");
 
 static __always_inline void emit_exit(struct task_struct *task)
 {
@@ -30,7 +50,15 @@ int BPF_PROG(process_exit, struct task_struct *task, bool group_dead)
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(process_exit_live, struct task_struct *task)
 {
-	if (BPF_CORE_READ(task, signal, live.counter) == 0)
+	if (BPF_CORE_READ(task, signal, live.counter) != 0 || !task_watched(task))
+		return 0;
+	struct group_key key = {
+		.tgid = BPF_CORE_READ(task, tgid),
+		.start_time = BPF_CORE_READ(task, group_leader, start_time),
+	};
+	__u8 one = 1;
+	/* Only the first thread to get here inserts the key. */
+	if (bpf_map_update_elem(&group_exits, &key, &one, BPF_NOEXIST) == 0)
 		emit_exit(task);
 	return 0;
 }

@@ -60,6 +60,13 @@ type exitConn struct {
 	Streams [16]uint32
 }
 
+type exitGroupKey struct {
+	_         structs.HostLayout
+	Tgid      uint32
+	Pad       uint32
+	StartTime uint64
+}
+
 type exitScopeKey struct {
 	_    structs.HostLayout
 	Id   uint64
@@ -98,6 +105,7 @@ const (
 	exitMapConnFull         = "conn_full"
 	exitMapConns            = "conns"
 	exitMapEvents           = "events"
+	exitMapGroupExits       = "group_exits"
 	exitMapLocalDsts        = "local_dsts"
 	exitMapLocalSyns        = "local_syns"
 	exitMapLost             = "lost"
@@ -163,6 +171,7 @@ type exitMapSpecs struct {
 	ConnFull     *ebpf.MapSpec `ebpf:"conn_full"`
 	Conns        *ebpf.MapSpec `ebpf:"conns"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
+	GroupExits   *ebpf.MapSpec `ebpf:"group_exits"`
 	LocalDsts    *ebpf.MapSpec `ebpf:"local_dsts"`
 	LocalSyns    *ebpf.MapSpec `ebpf:"local_syns"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
@@ -202,6 +211,7 @@ type exitMaps struct {
 	ConnFull     *ebpf.Map `ebpf:"conn_full"`
 	Conns        *ebpf.Map `ebpf:"conns"`
 	Events       *ebpf.Map `ebpf:"events"`
+	GroupExits   *ebpf.Map `ebpf:"group_exits"`
 	LocalDsts    *ebpf.Map `ebpf:"local_dsts"`
 	LocalSyns    *ebpf.Map `ebpf:"local_syns"`
 	Lost         *ebpf.Map `ebpf:"lost"`
@@ -215,6 +225,7 @@ func (m *exitMaps) Close() error {
 		m.ConnFull,
 		m.Conns,
 		m.Events,
+		m.GroupExits,
 		m.LocalDsts,
 		m.LocalSyns,
 		m.Lost,

@@ -10,11 +10,29 @@ import (
 
 // TestExitOncePerProcess: SIGKILL to multi-threaded processes makes all
 // their threads exit at once; each process must still give exactly one
-// exit event (the thread group's), with 137/SIGKILL.
+// exit event (the thread group's), with 137/SIGKILL, from either source:
+// group_dead, or the fallback for kernels without it (signal->live, which
+// every thread of the group may see at 0), forced on this kernel.
 func TestExitOncePerProcess(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"group_dead", Options{}},
+		{"live_fallback", Options{ExitFallback: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { exitOncePerProcess(t, tc.opts) })
+	}
+}
+
+func exitOncePerProcess(t *testing.T, opts Options) {
 	const procs = 6
 	py := requirePython(t)
-	k := openTestKernel(t, Options{})
+	k := openTestKernel(t, opts)
+	want := map[bool]ProbeState{false: ProbeAttached, true: ProbeFallback}[opts.ExitFallback]
+	if got := probeState(k, "exit"); got != want {
+		t.Fatalf("exit probe %s, want %s: %+v", got, want, k.Probes())
+	}
 	cg, id := newCgroup(t)
 	if err := k.WatchCgroup(id); err != nil {
 		t.Fatal(err)
@@ -61,4 +79,14 @@ func exitsOf(evs []collector.Event, pids map[uint32]bool) map[uint32]bool {
 		}
 	}
 	return seen
+}
+
+// probeState is the state the named probe started in.
+func probeState(k *Kernel, name string) ProbeState {
+	for _, p := range k.Probes() {
+		if p.Name == name {
+			return p.State
+		}
+	}
+	return ProbeUnavailable
 }

@@ -36,6 +36,10 @@ type Options struct {
 	// (kfree_skb called from tcp_v4_rcv on a bare SYN), to test it on any
 	// kernel.
 	RefusedByLocation bool
+	// ExitFallback forces the exit source for kernels without
+	// sched_process_exit's group_dead (signal->live, deduplicated per
+	// thread group), to test it on any kernel.
+	ExitFallback bool
 	// PinPath, when set (a directory on bpffs), pins the shared maps and
 	// the links there (see kernel_pin.go): Close leaves the programs
 	// collecting into the ring buffer, and the next Open with the same

@@ -83,7 +83,7 @@ func probeObjects(opts Options) []probeObject {
 		}},
 		{load: loadRefused, progs: refusedSources(opts)},
 		{load: loadSignal, progs: []probeProg{{name: "signal", prog: "signal_generate", hook: "tp_btf/signal_generate"}}},
-		{load: loadExit, progs: []probeProg{exitSource()}},
+		{load: loadExit, progs: []probeProg{exitSource(opts.ExitFallback)}},
 	}
 }
 
@@ -132,15 +132,21 @@ func refusedSources(opts Options) []probeProg {
 }
 
 // exitSource prefers sched_process_exit's group_dead argument, which says
-// exactly once per process that its last thread exits.
-func exitSource() probeProg {
+// exactly once per process that its last thread exits. Without it (Linux
+// < 6.16) signal->live reaching 0 says it, deduplicated per thread group in
+// the kernel: the fallback loses nothing.
+func exitSource(forceFallback bool) probeProg {
 	p := probeProg{name: "exit", prog: "process_exit", hook: "tp_btf/sched_process_exit"}
-	n, err := tracepointArgs("sched_process_exit")
-	if n >= 2 {
-		return p
+	why := "forced by option"
+	if !forceFallback {
+		n, err := tracepointArgs("sched_process_exit")
+		if n >= 2 {
+			return p
+		}
+		why = fallbackWhy("sched_process_exit has no group_dead argument (Linux < 6.16): signal->live reaching 0, reported once per thread group", err)
 	}
 	p.prog = "process_exit_live"
-	p.fallback = fallbackWhy("sched_process_exit has no group_dead argument: a group exit may rarely be reported twice", err)
+	p.fallback = why
 	return p
 }
 

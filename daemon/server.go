@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -92,23 +91,7 @@ func (d *Daemon) serve(ctx context.Context, h http.Handler, tlsCfg *tls.Config) 
 	}
 	d.log.Info().Str("addr", l.Addr().String()).Bool("tls", tlsCfg != nil).Str("auth", d.cfg.Auth).
 		Msg("serving metrics, API and UI")
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serving HTTP on %s: %w", l.Addr(), err)
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutting down HTTP server: %w", err)
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving HTTP on %s: %w", l.Addr(), err)
-	}
-	return nil
+	return exporter.ServeUntil(ctx, h, l)
 }
 
 // ready is /readyz: ready once the node's pods are listed.

@@ -75,7 +75,13 @@ func (s *Server) Handler() http.Handler { return s.mux }
 
 // Serve serves on l until ctx is done, then shuts down within 5 s.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	return ServeUntil(ctx, s.mux, l)
+}
+
+// ServeUntil serves h on l until ctx is done, then shuts down within 5 s;
+// an error is the server's own (not the shutdown it was asked for).
+func ServeUntil(ctx context.Context, h http.Handler, l net.Listener) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {

@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/drainwatch/drainwatch/testenv/cluster"
-	"github.com/drainwatch/drainwatch/testenv/controlplane"
+	"github.com/drainwatch/drainwatch/testenv/lab"
 	"github.com/drainwatch/drainwatch/testenv/node"
 )
 
@@ -70,11 +70,7 @@ func (b *bench) prepare(ctx context.Context) error {
 	if b.cfg.Drainwatch != "" {
 		return nil
 	}
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		return err
-	}
-	b.cfg.Drainwatch, err = buildDrainwatch(ctx, root, b.cfg.Dir)
+	b.cfg.Drainwatch, err = lab.BuildDrainwatch(ctx, b.cfg.Dir)
 	return err
 }
 
@@ -82,7 +78,9 @@ func (b *bench) progress(format string, args ...any) {
 	fmt.Fprintf(b.cfg.Out, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-func (b *bench) startDaemon(ctx context.Context, nodeName string) (*daemon, error) {
-	return startDaemon(ctx, daemonSpec{Bin: b.cfg.Drainwatch, Node: nodeName, Kubeconfig: b.c.Kubeconfig,
-		CgroupRoot: b.cgroupRoot, Dir: b.cfg.Dir})
+// startDaemon runs `drainwatch run` for a node as the lab does, unpinned
+// and from a fresh state directory: each mode of each round starts cold.
+func (b *bench) startDaemon(ctx context.Context, nodeName string) (*lab.Daemon, error) {
+	return lab.StartDaemon(ctx, lab.DaemonSpec{Bin: b.cfg.Drainwatch, Node: nodeName, Kubeconfig: b.c.Kubeconfig,
+		CgroupRoot: b.cgroupRoot, Dir: b.cfg.Dir, Unpinned: true})
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"errors"
+
+	"github.com/drainwatch/drainwatch/testenv/lab"
 )
 
 // overhead runs the interleaved rounds. The server runs on node 1; "nothing
@@ -44,7 +46,7 @@ func (b *bench) runMode(ctx context.Context, round int, mode Mode) ([]Sample, er
 	if err != nil {
 		return nil, err
 	}
-	var d *daemon
+	var d *lab.Daemon
 	switch mode {
 	case ModeIdle:
 		d, err = b.startDaemon(ctx, b.c.NodeNames[1])
@@ -69,7 +71,7 @@ func (b *bench) runMode(ctx context.Context, round int, mode Mode) ([]Sample, er
 		out = append(out, s)
 	}
 	if d != nil {
-		d.stop()
+		_ = d.Stop()
 	}
 	if mode == ModeTerminating {
 		err = errors.Join(err, srv.forceDelete(ctx, b.c))

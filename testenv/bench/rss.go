@@ -33,7 +33,7 @@ func (b *bench) rss(ctx context.Context) ([]RSS, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer d.stop()
+	defer func() { _ = d.Stop() }()
 	var out []RSS
 	for _, n := range b.cfg.Pods {
 		start := time.Now()
@@ -44,7 +44,7 @@ func (b *bench) rss(ctx context.Context) ([]RSS, error) {
 		running := time.Now()
 		for _, after := range rssAfter {
 			time.Sleep(time.Until(running.Add(after)))
-			m, err := processMemory(d.pid())
+			m, err := processMemory(d.PID())
 			if err != nil {
 				return out, err
 			}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/drainwatch/drainwatch/testenv/netlab"
+
+	"github.com/drainwatch/drainwatch/testenv/lab"
 )
 
 // Mode is what runs beside the server during a measurement.
@@ -44,7 +46,7 @@ type counters struct {
 	accepts        uint64
 }
 
-func snapshot(srv server, d *daemon) (counters, error) {
+func snapshot(srv server, d *lab.Daemon) (counters, error) {
 	var c counters
 	var err error
 	if c.server, err = cgroupCPU(srv.cgroup); err != nil {
@@ -54,13 +56,13 @@ func snapshot(srv server, d *daemon) (counters, error) {
 		return c, err
 	}
 	if d != nil {
-		c.daemon, err = processCPU(d.pid())
+		c.daemon, err = processCPU(d.PID())
 	}
 	return c, err
 }
 
 // measure runs one load against srv and returns its Sample.
-func measure(ctx context.Context, fabric *netlab.NS, srv server, d *daemon, l Load) (Sample, error) {
+func measure(ctx context.Context, fabric *netlab.NS, srv server, d *lab.Daemon, l Load) (Sample, error) {
 	before, err := snapshot(srv, d)
 	if err != nil {
 		return Sample{}, err

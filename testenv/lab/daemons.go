@@ -26,15 +26,20 @@ type Daemon struct {
 	done chan error
 }
 
-// daemonSpec is what StartDaemon needs to run one node's daemon.
-type daemonSpec struct {
+// DaemonSpec is what StartDaemon needs to run one node's daemon.
+type DaemonSpec struct {
 	Bin, Node, Kubeconfig, CgroupRoot, Dir string
+	// Unpinned runs the daemon without pins and with a fresh state
+	// directory, so each start is a cold start (make bench starts one per
+	// round); otherwise it pins per node like production and keeps its
+	// state under Dir across restarts.
+	Unpinned bool
 }
 
 // StartDaemon runs `drainwatch run` for a node and waits until /readyz
 // answers 200 (the node's pods are listed). The process dies with the lab
 // (Pdeathsig) if the lab itself is killed.
-func StartDaemon(ctx context.Context, s daemonSpec) (*Daemon, error) {
+func StartDaemon(ctx context.Context, s DaemonSpec) (*Daemon, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
@@ -44,13 +49,21 @@ func StartDaemon(ctx context.Context, s daemonSpec) (*Daemon, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the log of %s's daemon: %w", s.Node, err)
 	}
+	state := filepath.Join(s.Dir, "state-"+s.Node)
+	// Pinned like in production (the default pin path, per node), and
+	// unpinned when the lab stops it: nothing stays attached afterwards.
+	// A lab killed outright leaves pins that the next run replaces.
+	pin := "--unpin-on-exit"
+	if s.Unpinned {
+		pin = "--pin-path="
+		if state, err = os.MkdirTemp(s.Dir, "state-"+s.Node+"-"); err != nil {
+			logf.Close()
+			return nil, fmt.Errorf("state directory of %s's daemon: %w", s.Node, err)
+		}
+	}
 	d.cmd = exec.Command(s.Bin, "run", "--node-name="+s.Node, "--kubeconfig="+s.Kubeconfig,
-		"--listen="+addr, "--state-dir="+filepath.Join(s.Dir, "state-"+s.Node),
-		"--cgroup-root="+s.CgroupRoot, "--log-format=json", "--log-level=info",
-		// Pinned like in production (the default pin path, per node), and
-		// unpinned when the lab stops it: nothing stays attached afterwards.
-		// A lab killed outright leaves pins that the next run replaces.
-		"--unpin-on-exit")
+		"--listen="+addr, "--state-dir="+state,
+		"--cgroup-root="+s.CgroupRoot, "--log-format=json", "--log-level=info", pin)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {
@@ -106,6 +119,9 @@ func exitErr(d *Daemon, err error) error {
 	}
 	return nil
 }
+
+// PID is the daemon's process id.
+func (d *Daemon) PID() int { return d.cmd.Process.Pid }
 
 // API is the daemon as the exporter's clients reach it.
 func (d *Daemon) API() exporter.Daemon { return exporter.URLDaemon(d.URL, http.DefaultClient) }

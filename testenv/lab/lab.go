@@ -114,7 +114,7 @@ func (l *Lab) startDaemons(ctx context.Context) error {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	for _, name := range l.Cluster.NodeNames {
-		d, err := StartDaemon(ctx, daemonSpec{Bin: l.cfg.Drainwatch, Node: name, Kubeconfig: l.Cluster.Kubeconfig,
+		d, err := StartDaemon(ctx, DaemonSpec{Bin: l.cfg.Drainwatch, Node: name, Kubeconfig: l.Cluster.Kubeconfig,
 			CgroupRoot: root, Dir: dir})
 		if err != nil {
 			return err

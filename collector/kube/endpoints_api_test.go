@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,21 +20,10 @@ import (
 // endpointSink keeps the endpoint updates it receives.
 type endpointSink struct {
 	discardSink
-	mu  sync.Mutex
-	got []collector.EndpointUpdate
+	recorder[collector.EndpointUpdate]
 }
 
-func (s *endpointSink) Endpoint(u collector.EndpointUpdate) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.got = append(s.got, u)
-}
-
-func (s *endpointSink) received() []collector.EndpointUpdate {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]collector.EndpointUpdate(nil), s.got...)
-}
+func (s *endpointSink) Endpoint(u collector.EndpointUpdate) { s.add(u) }
 
 // TestSliceWatchPerService: a service that comes to select a local pod gets
 // its own slice watch, and the watches of the services already followed go

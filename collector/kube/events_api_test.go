@@ -25,20 +25,27 @@ import (
 // kubeletSink keeps the kubelet Events it receives.
 type kubeletSink struct {
 	discardSink
+	recorder[collector.KubeletEvent]
+}
+
+func (s *kubeletSink) Kubelet(e collector.KubeletEvent) { s.add(e) }
+
+// recorder keeps what a sink receives, safe for the informers' goroutines.
+type recorder[T any] struct {
 	mu  sync.Mutex
-	got []collector.KubeletEvent
+	got []T
 }
 
-func (s *kubeletSink) Kubelet(e collector.KubeletEvent) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.got = append(s.got, e)
+func (r *recorder[T]) add(v T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, v)
 }
 
-func (s *kubeletSink) received() []collector.KubeletEvent {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]collector.KubeletEvent(nil), s.got...)
+func (r *recorder[T]) received() []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.got)
 }
 
 type discardSink struct{}

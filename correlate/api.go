@@ -185,10 +185,21 @@ func (c *Correlator) begin(p *podState, start time.Time) {
 func identify(t *Termination, pod collector.Pod) {
 	t.PodUID = pod.UID
 	t.Pod = pod.Name
-	t.Node, t.PodIP, t.Workload = pod.Node, pod.IP, pod.Workload
+	t.Node, t.PodIP = pod.Node, pod.IP
+	t.Workload = keepRevision(t.Workload, pod.Workload)
 	if t.Marks.DeleteRequested.IsZero() {
 		t.GracePeriod = pod.GracePeriod
 	}
+}
+
+// keepRevision takes the pod's workload, except that a revision once known
+// is not forgotten: the owner lookup behind a later update may have failed
+// (an API server outage, a ReplicaSet deleted after the rollout).
+func keepRevision(known, now collector.Workload) collector.Workload {
+	if now.Revision == "" && known.Revision != "" && now.Kind == known.Kind && now.Name == known.Name {
+		now.Revision = known.Revision
+	}
+	return now
 }
 
 func anyStarted(pod collector.Pod) bool {

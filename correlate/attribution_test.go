@@ -295,3 +295,24 @@ func TestRestartedContainerForgetsOldCgroup(t *testing.T) {
 		t.Fatalf("current cgroup maps to %+v, want pod A's app", ref)
 	}
 }
+
+func TestKeepRevision(t *testing.T) {
+	web4 := collector.Workload{Namespace: "shop", Kind: "Deployment", Name: "web", Revision: "4"}
+	webUnknown := collector.Workload{Namespace: "shop", Kind: "Deployment", Name: "web"}
+	other := collector.Workload{Namespace: "shop", Kind: "StatefulSet", Name: "db"}
+	for _, tt := range []struct {
+		name       string
+		known, now collector.Workload
+		want       collector.Workload
+	}{
+		{"first resolution", collector.Workload{}, web4, web4},
+		{"lookup failed later", web4, webUnknown, web4},
+		{"another owner", web4, other, other},
+		{"rollback changes the revision", web4, collector.Workload{Namespace: "shop", Kind: "Deployment", Name: "web", Revision: "7"},
+			collector.Workload{Namespace: "shop", Kind: "Deployment", Name: "web", Revision: "7"}},
+	} {
+		if got := keepRevision(tt.known, tt.now); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -16,7 +16,7 @@ import (
 //     gets workload="" and revision="" so that bare pods never create
 //     per-pod series.
 //   - workload_kind: Deployment, StatefulSet, DaemonSet, ReplicaSet, Job,
-//     none; anything else is reported as "other".
+//     CronJob, Rollout (Argo Rollouts), none; anything else is "other".
 //   - revision: the revisions whose pods terminated within the TTL — in a
 //     rollout, the one being replaced (usually one or two per workload).
 //   - outcome: clean, refused, killed, refused_and_killed, partial; anything
@@ -27,7 +27,7 @@ import (
 //   - probe: the fixed set of BPF programs the daemon attaches.
 //   - type: collector.EventTypes() names, a fixed list.
 var (
-	workloadKinds = set("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "none")
+	workloadKinds = set("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Rollout", "none")
 	outcomes      = set(correlate.Outcomes()...)
 )
 

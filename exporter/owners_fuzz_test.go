@@ -15,7 +15,7 @@ import (
 
 // boundedKinds are the workload_kind values the metrics contract allows.
 var boundedKinds = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, "ReplicaSet": true,
-	"Job": true, "none": true, "other": true}
+	"Job": true, "CronJob": true, "Rollout": true, "none": true, "other": true}
 
 // FuzzOwnerIntoMetrics: a pod's owner reference, its revision labels and
 // its ReplicaSet's annotation and controller, hostile or not (invalid
@@ -34,8 +34,8 @@ func FuzzOwnerIntoMetrics(f *testing.F) {
 			Labels:          map[string]string{"controller-revision-hash": hashLabel, "pod-template-hash": templateHash},
 			OwnerReferences: []metav1.OwnerReference{{Kind: kind, Name: name, Controller: ptr.To(true)}},
 		}}
-		lookup := func(string, string) (kube.ReplicaSetMeta, bool) {
-			m := kube.ReplicaSetMeta{Revision: revision}
+		lookup := func(string, string, string) (kube.OwnerMeta, bool) {
+			m := kube.OwnerMeta{Revision: revision}
 			if rsKind != "" {
 				m.Controller = &metav1.OwnerReference{Kind: rsKind, Name: rsName, Controller: ptr.To(true)}
 			}

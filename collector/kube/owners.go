@@ -15,29 +15,40 @@ import (
 )
 
 const (
-	revisionAnnotation = "deployment.kubernetes.io/revision"
-	revisionHashLabel  = "controller-revision-hash"
-	templateHashLabel  = "pod-template-hash"
-	// ownerTTL bounds how stale a cached ReplicaSet revision may be: it only
-	// changes when a rollback reuses an old ReplicaSet.
+	revisionAnnotation     = "deployment.kubernetes.io/revision"
+	argoRevisionAnnotation = "rollout.argoproj.io/revision"
+	revisionHashLabel      = "controller-revision-hash"
+	templateHashLabel      = "pod-template-hash"
+	// ownerTTL bounds how stale a cached owner may be: a ReplicaSet's
+	// revision only changes when a rollback reuses an old ReplicaSet, a
+	// Job's controller never.
 	ownerTTL = 2 * time.Minute
-	// ownerErrTTL spaces retries of a ReplicaSet that could not be read.
+	// ownerErrTTL spaces retries of an owner that could not be read.
 	ownerErrTTL     = 10 * time.Second
 	ownerGetTimeout = 5 * time.Second
 )
 
-var replicaSetsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+// The owners a pod's controller chain passes through, read as metadata.
+var ownerGVRs = map[string]schema.GroupVersionResource{
+	"ReplicaSet": {Group: "apps", Version: "v1", Resource: "replicasets"},
+	"Job":        {Group: "batch", Version: "v1", Resource: "jobs"},
+}
 
-// ReplicaSetMeta is what rollout identity needs of a ReplicaSet: its
-// revision annotation and its controller.
-type ReplicaSetMeta struct {
+// OwnerMeta is what rollout identity needs of a pod's controller (a
+// ReplicaSet or a Job): its revision annotation and its own controller.
+type OwnerMeta struct {
 	Revision   string
 	Controller *metav1.OwnerReference
 }
 
+// OwnerLookup reads the metadata of a pod's controller of the given kind
+// (ReplicaSet or Job); ok is false when it cannot be read.
+type OwnerLookup func(kind, ns, name string) (m OwnerMeta, ok bool)
+
 // ResolveWorkload computes a pod's rollout identity from its controller
-// reference; lookupRS reads a ReplicaSet's metadata (ok false when it cannot).
-func ResolveWorkload(pod *corev1.Pod, lookupRS func(ns, name string) (ReplicaSetMeta, bool)) collector.Workload {
+// reference: the workload people operate (a Deployment, not its
+// ReplicaSet; a CronJob, not each of its Jobs) and its revision.
+func ResolveWorkload(pod *corev1.Pod, lookup OwnerLookup) collector.Workload {
 	w := collector.Workload{Namespace: pod.Namespace, Kind: "none"}
 	ref := metav1.GetControllerOfNoCopy(pod)
 	if ref == nil {
@@ -48,17 +59,24 @@ func ResolveWorkload(pod *corev1.Pod, lookupRS func(ns, name string) (ReplicaSet
 	case "StatefulSet", "DaemonSet":
 		w.Revision = pod.Labels[revisionHashLabel]
 	case "ReplicaSet":
-		rs, ok := lookupRS(pod.Namespace, ref.Name)
+		rs, ok := lookup(ref.Kind, pod.Namespace, ref.Name)
 		if !ok {
 			return guessDeployment(pod, w)
 		}
 		w.Revision = rs.Revision
-		if c := rs.Controller; c != nil && c.Kind == "Deployment" {
-			w.Kind, w.Name = "Deployment", c.Name
+		if c := rs.Controller; c != nil && (c.Kind == "Deployment" || c.Kind == "Rollout") {
+			// Argo Rollouts own ReplicaSets the way Deployments do, with
+			// their own revision annotation (ownerEntry reads both).
+			w.Kind, w.Name = c.Kind, c.Name
 		}
 	case "Job":
+		// A CronJob's Jobs are its runs, not its revisions: the CronJob is
+		// the workload and a run has no revision.
+		if job, ok := lookup(ref.Kind, pod.Namespace, ref.Name); ok && job.Controller != nil && job.Controller.Kind == "CronJob" {
+			w.Kind, w.Name = "CronJob", job.Controller.Name
+		}
 	default:
-		// Custom controllers (Argo Rollouts, …) keep their own kind and name.
+		// Other custom controllers keep their own kind and name.
 	}
 	return w
 }
@@ -74,8 +92,11 @@ func guessDeployment(pod *corev1.Pod, w collector.Workload) collector.Workload {
 	return w
 }
 
-// ownerCache reads ReplicaSets as metadata only (PartialObjectMetadata GETs)
-// and caches them: no ReplicaSet watch, one GET per ReplicaSet per TTL.
+// ownerCache reads owners as metadata only (PartialObjectMetadata GETs)
+// and caches them: no ReplicaSet or Job watch, one GET per owner per TTL.
+// An owner that was read once and cannot be read now (an API server
+// outage, a timeout) keeps its last known metadata: a transient failure
+// never rewrites a pod's revision to "".
 type ownerCache struct {
 	meta    metadata.Interface
 	now     func() time.Time
@@ -84,7 +105,7 @@ type ownerCache struct {
 }
 
 type ownerEntry struct {
-	rs      ReplicaSetMeta
+	meta    OwnerMeta
 	ok      bool
 	expires time.Time
 }
@@ -94,44 +115,57 @@ func newOwnerCache(meta metadata.Interface, now func() time.Time) *ownerCache {
 }
 
 func (c *ownerCache) workload(pod *corev1.Pod) collector.Workload {
-	return ResolveWorkload(pod, c.replicaSet)
+	return ResolveWorkload(pod, c.owner)
 }
 
-func (c *ownerCache) replicaSet(ns, name string) (ReplicaSetMeta, bool) {
-	key := ns + "/" + name
+func (c *ownerCache) owner(kind, ns, name string) (OwnerMeta, bool) {
+	gvr, known := ownerGVRs[kind]
+	if !known {
+		return OwnerMeta{}, false
+	}
+	key := kind + "/" + ns + "/" + name
 	now := c.now()
 	c.mu.Lock()
 	e, hit := c.entries[key]
 	c.mu.Unlock()
 	if hit && now.Before(e.expires) {
-		return e.rs, e.ok
+		return e.meta, e.ok
 	}
-	e = c.get(ns, name, now)
+	fresh := c.get(gvr, ns, name, now)
+	if !fresh.ok && hit && e.ok {
+		// Keep what was known; retry after ownerErrTTL.
+		fresh = ownerEntry{meta: e.meta, ok: true, expires: now.Add(ownerErrTTL)}
+	}
 	c.mu.Lock()
-	c.entries[key] = e
+	c.entries[key] = fresh
 	c.dropExpired(now)
 	c.mu.Unlock()
-	return e.rs, e.ok
+	return fresh.meta, fresh.ok
 }
 
-func (c *ownerCache) get(ns, name string, now time.Time) ownerEntry {
+func (c *ownerCache) get(gvr schema.GroupVersionResource, ns, name string, now time.Time) ownerEntry {
 	ctx, cancel := context.WithTimeout(context.Background(), ownerGetTimeout)
 	defer cancel()
-	m, err := c.meta.Resource(replicaSetsGVR).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	m, err := c.meta.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return ownerEntry{expires: now.Add(ownerErrTTL)}
 	}
-	rs := ReplicaSetMeta{Revision: m.Annotations[revisionAnnotation], Controller: metav1.GetControllerOfNoCopy(m)}
-	return ownerEntry{rs: rs, ok: true, expires: now.Add(ownerTTL)}
+	revision := m.Annotations[revisionAnnotation]
+	if revision == "" {
+		revision = m.Annotations[argoRevisionAnnotation]
+	}
+	return ownerEntry{meta: OwnerMeta{Revision: revision, Controller: metav1.GetControllerOfNoCopy(m)}, ok: true, expires: now.Add(ownerTTL)}
 }
 
-// dropExpired keeps the cache bounded by the ReplicaSets of recent pods.
+// dropExpired keeps the cache bounded by the owners of recent pods. An
+// expired entry that was read successfully is kept one more TTL so that
+// an outage right after it expired still finds it (owner above).
 func (c *ownerCache) dropExpired(now time.Time) {
 	if len(c.entries) < 256 {
 		return
 	}
 	for k, e := range c.entries {
-		if now.After(e.expires) {
+		if now.After(e.expires.Add(ownerTTL)) {
 			delete(c.entries, k)
 		}
 	}

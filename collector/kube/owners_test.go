@@ -22,13 +22,18 @@ func ownedPod(kind, name string, podLabels map[string]string) *corev1.Pod {
 }
 
 func TestResolveWorkload(t *testing.T) {
-	rsOfDeployment := ReplicaSetMeta{Revision: "4", Controller: &metav1.OwnerReference{Kind: "Deployment", Name: "web", Controller: ptr.To(true)}}
-	replicaSets := map[string]ReplicaSetMeta{
-		"shop/web-7d9f":    rsOfDeployment,
-		"shop/bare-rs":     {Revision: ""},
-		"shop/rolled-back": {Revision: "7", Controller: &metav1.OwnerReference{Kind: "Deployment", Name: "api"}},
+	controller := func(kind, name string) *metav1.OwnerReference {
+		return &metav1.OwnerReference{Kind: kind, Name: name, Controller: ptr.To(true)}
 	}
-	lookup := func(ns, name string) (ReplicaSetMeta, bool) { rs, ok := replicaSets[ns+"/"+name]; return rs, ok }
+	owners := map[string]OwnerMeta{
+		"ReplicaSet/shop/web-7d9f":    {Revision: "4", Controller: controller("Deployment", "web")},
+		"ReplicaSet/shop/bare-rs":     {Revision: ""},
+		"ReplicaSet/shop/rolled-back": {Revision: "7", Controller: controller("Deployment", "api")},
+		"ReplicaSet/shop/canary-6c7d": {Revision: "3", Controller: controller("Rollout", "canary")},
+		"Job/shop/backup-29012345":    {Controller: controller("CronJob", "backup")},
+		"Job/shop/migrate":            {},
+	}
+	lookup := func(kind, ns, name string) (OwnerMeta, bool) { m, ok := owners[kind+"/"+ns+"/"+name]; return m, ok }
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
@@ -44,7 +49,10 @@ func TestResolveWorkload(t *testing.T) {
 			wl("shop", "StatefulSet", "db", "db-6f7c")},
 		{"daemonset", ownedPod("DaemonSet", "agent", map[string]string{"controller-revision-hash": "8b9a"}),
 			wl("shop", "DaemonSet", "agent", "8b9a")},
+		{"argo rollout", ownedPod("ReplicaSet", "canary-6c7d", nil), wl("shop", "Rollout", "canary", "3")},
 		{"job", ownedPod("Job", "migrate", nil), wl("shop", "Job", "migrate", "")},
+		{"cronjob's job", ownedPod("Job", "backup-29012345", nil), wl("shop", "CronJob", "backup", "")},
+		{"job gone", ownedPod("Job", "gone", nil), wl("shop", "Job", "gone", "")},
 		{"bare pod", ownedPod("", "", nil), wl("shop", "none", "", "")},
 	}
 	for _, tt := range tests {

@@ -56,6 +56,26 @@ type Pod struct {
 	// delete was requested.
 	DeletionTimestamp   time.Time     `json:"deletionTimestamp,omitzero"`
 	DeletionGracePeriod time.Duration `json:"deletionGracePeriod,omitempty"`
+
+	// Stop is what the API says about why the pod stops.
+	Stop StopEvidence `json:"stop,omitzero"`
+}
+
+// StopEvidence is what the API says about why a pod stops: the cause of
+// its termination (correlate's cause rules) is read from it.
+type StopEvidence struct {
+	// Disruption is the reason of the pod's DisruptionTarget condition
+	// (PreemptionByScheduler, EvictionByEvictionAPI, DeletionByTaintManager,
+	// DeletionByPodGC, TerminationByKubelet) when it is true.
+	Disruption string `json:"disruption,omitempty"`
+	// Reason and Message are status.reason and status.message (the
+	// kubelet's Evicted, Preempting, or its node-shutdown message).
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+	// OwnerRevision is the owner's current revision when the pod's deletion
+	// was seen (a Deployment's or Argo Rollout's revision annotation, a
+	// StatefulSet's updateRevision); empty when unknown.
+	OwnerRevision string `json:"ownerRevision,omitempty"`
 }
 
 // PodUpdate is a pod added or changed, as the daemon saw it at Seen.

@@ -41,6 +41,7 @@ func (c *Correlator) Pod(u collector.PodUpdate) {
 		if !t.T.Marks.StopSignal.IsZero() {
 			t.T.StopSignalAPI = apiStopSignal(p.Pod, t.StopContainer)
 		}
+		setCause(&t.T, p)
 	}
 }
 
@@ -79,6 +80,7 @@ func (c *Correlator) PodDeleted(d collector.PodDeleted) {
 	if p.Term.T.Marks.PodGone.IsZero() {
 		p.Term.T.Marks.PodGone = d.Seen
 	}
+	setCause(&p.Term.T, p)
 }
 
 // NetnsGone takes the destruction of a network namespace: pod_gone for a
@@ -102,6 +104,10 @@ func (c *Correlator) Kubelet(e collector.KubeletEvent) {
 	}
 	switch e.Reason {
 	case ReasonKilling:
+		p.KillingMessage = e.Message
+		if p.Term != nil {
+			setCause(&p.Term.T, p)
+		}
 		if p.Term == nil {
 			p.Killing = e.Time
 		} else if p.Term.T.Marks.Killing.IsZero() {
@@ -166,6 +172,7 @@ func (c *Correlator) endpointsNotReady(p *podState) {
 func (c *Correlator) begin(p *podState, start time.Time) {
 	t := &termState{Start: start, Ran: anyRunning(p.Pod) || p.KernelSeen, Accepts: newAcceptLog(&p.Accepts)}
 	identify(&t.T, p.Pod)
+	setCause(&t.T, p)
 	t.T.Marks.LastAccept = p.LastAccept
 	p.Term = t
 	// Kubelet Events that raced ahead of the deletion belong to it; older

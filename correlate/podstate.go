@@ -43,6 +43,7 @@ type podState struct {
 	EverPresent   bool      `json:"ever_present,omitempty"`
 	// Kubelet events that arrived before the termination began.
 	Killing        time.Time `json:"killing,omitzero"`
+	KillingMessage string    `json:"killing_message,omitempty"` // the latest Killing's, kept for the cause
 	PrestopFailed  time.Time `json:"prestop_failed,omitzero"`
 	PrestopMessage string    `json:"prestop_message,omitempty"`
 

@@ -138,6 +138,12 @@ type Termination struct {
 	// be truncated; this is not.
 	LastConnAttempt time.Time `json:"last_conn_attempt,omitzero"`
 
+	// Cause is why the pod stopped (Causes(): rollout, scale_down,
+	// eviction…), CauseEvidence what says so (a DisruptionTarget reason,
+	// the owner's revisions, a Killing message).
+	Cause         string `json:"cause,omitempty"`
+	CauseEvidence string `json:"cause_evidence,omitempty"`
+
 	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
 	// Outcome is the terminations_total label: clean, refused, killed,
 	// refused_and_killed, partial.

@@ -13,8 +13,8 @@ var (
 	workloadLabelNames = []string{"namespace", "workload_kind", "workload"}
 
 	terminationsDesc = prometheus.NewDesc("drainwatch_terminations_total",
-		"Pod terminations completed on this node, by rollout and outcome (clean, refused, killed, refused_and_killed, partial).",
-		append(rolloutLabelNames[:4:4], "outcome"), nil)
+		"Pod terminations completed on this node, by rollout, outcome (clean, refused, killed, refused_and_killed, reset, partial) and cause ("+strings.Join(correlate.Causes(), ", ")+").",
+		append(rolloutLabelNames[:4:4], "outcome", "cause"), nil)
 	partialDesc = prometheus.NewDesc("drainwatch_terminations_partial_total",
 		"Terminations whose kernel view is incomplete, one increment per reason: "+strings.Join(partialReasons, ", ")+".",
 		append(workloadLabelNames[:3:3], "reason"), nil)
@@ -80,8 +80,9 @@ func (c rolloutCollector) Collect(ch chan<- prometheus.Metric) {
 
 func collectRevision(ch chan<- prometheus.Metric, rs *revisionState) {
 	l := rs.labels[:]
-	for outcome, n := range rs.outcomes {
-		ch <- prometheus.MustNewConstMetric(terminationsDesc, prometheus.CounterValue, float64(n), append(l[:4:4], outcome)...)
+	for key, n := range rs.outcomes {
+		outcome, cause := splitOutcomeKey(key)
+		ch <- prometheus.MustNewConstMetric(terminationsDesc, prometheus.CounterValue, float64(n), append(l[:4:4], outcome, cause)...)
 	}
 	for _, c := range rolloutCounters {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(c.of(rs)), l...)

@@ -50,11 +50,11 @@ drainwatch_requests_killed_by_sigkill_total{namespace="shop",revision="3",worklo
 # HELP drainwatch_connections_accepted_after_endpoint_removal_total Connections accepted after the pod's endpoint became not ready: routing had not converged yet.
 # TYPE drainwatch_connections_accepted_after_endpoint_removal_total counter
 drainwatch_connections_accepted_after_endpoint_removal_total{namespace="shop",revision="3",workload="web",workload_kind="Deployment"} 3
-# HELP drainwatch_terminations_total Pod terminations completed on this node, by rollout and outcome (clean, refused, killed, refused_and_killed, partial).
+# HELP drainwatch_terminations_total Pod terminations completed on this node, by rollout, outcome (clean, refused, killed, refused_and_killed, reset, partial) and cause (rollout, scale_down, eviction, preemption, node_pressure, node_shutdown, container_restart, oom_kill, delete, unknown).
 # TYPE drainwatch_terminations_total counter
-drainwatch_terminations_total{namespace="shop",outcome="killed",revision="3",workload="web",workload_kind="Deployment"} 1
-drainwatch_terminations_total{namespace="shop",outcome="partial",revision="3",workload="web",workload_kind="Deployment"} 1
-drainwatch_terminations_total{namespace="shop",outcome="refused",revision="3",workload="web",workload_kind="Deployment"} 1
+drainwatch_terminations_total{cause="unknown",namespace="shop",outcome="killed",revision="3",workload="web",workload_kind="Deployment"} 1
+drainwatch_terminations_total{cause="unknown",namespace="shop",outcome="partial",revision="3",workload="web",workload_kind="Deployment"} 1
+drainwatch_terminations_total{cause="rollout",namespace="shop",outcome="refused",revision="3",workload="web",workload_kind="Deployment"} 1
 `
 
 var totalsBeyondTTL = []string{"drainwatch_connections_refused_after_sigterm_total", "drainwatch_requests_killed_by_sigkill_total",
@@ -146,4 +146,20 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Counters saved before terminations had a cause (outcome keys without
+// one) are restored with cause "unknown", never dropped.
+func TestCountersRestoredFromBeforeCauses(t *testing.T) {
+	var cs CounterState
+	must(t, json.Unmarshal([]byte(`{"version":1,"revisions":[{"labels":["shop","Deployment","web","3"],"outcomes":{"refused":2},
+		"refused_after_sigterm":88,"updated":"2026-11-30T10:00:00Z"}]}`), &cs))
+	m := NewMetrics(Options{SeriesTTL: time.Hour, Now: func() time.Time { return at(60) }})
+	must(t, m.RestoreCounters(cs))
+	want := `
+# HELP drainwatch_terminations_total Pod terminations completed on this node, by rollout, outcome (clean, refused, killed, refused_and_killed, reset, partial) and cause (rollout, scale_down, eviction, preemption, node_pressure, node_shutdown, container_restart, oom_kill, delete, unknown).
+# TYPE drainwatch_terminations_total counter
+drainwatch_terminations_total{cause="unknown",namespace="shop",outcome="refused",revision="3",workload="web",workload_kind="Deployment"} 2
+`
+	must(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "drainwatch_terminations_total"))
 }

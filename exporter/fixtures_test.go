@@ -30,7 +30,7 @@ func naiveTermination() correlate.Termination {
 		Diagnoses: []correlate.Diagnosis{{Code: correlate.DiagNoDrainDelay,
 			Message: "44 connections refused after SIGTERM: the listener closed 0.125 s after the stop signal, routing took 1.000 s",
 			Fix:     "set preStop sleep ≥ 2 s: routing took 1.0 s"}},
-		Outcome: "refused", Complete: true,
+		Outcome: "refused", Complete: true, Cause: correlate.CauseRollout, CauseEvidence: "Deployment web moved from revision 3 to 4",
 	}
 }
 
@@ -58,7 +58,7 @@ func barePod() correlate.Termination {
 		Workload:  collector.Workload{Namespace: "default", Kind: "none", Name: "lonely-pod"},
 		Marks:     correlate.Marks{StopSignal: at(0), Exit: at(0.25)},
 		Diagnoses: []correlate.Diagnosis{{Code: correlate.DiagClean, Message: "no connection lost"}},
-		Outcome:   "clean", Complete: true,
+		Outcome:   "clean", Complete: true, Cause: correlate.CauseDelete,
 	}
 }
 

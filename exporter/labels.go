@@ -21,6 +21,7 @@ import (
 //     rollout, the one being replaced (usually one or two per workload).
 //   - outcome: clean, refused, killed, refused_and_killed, partial; anything
 //     else is "unknown".
+//   - cause: correlate.Causes() (rollout, scale_down, eviction, …, unknown).
 //   - phase: prestop, listener_close_delay, drain, grace_used.
 //   - reason: PartialReasons(), a fixed list ending in "other"; every reason
 //     of a workload with series exists (at zero until it counts).
@@ -29,6 +30,7 @@ import (
 var (
 	workloadKinds = set("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "Rollout", "none")
 	outcomes      = set(correlate.Outcomes()...)
+	causes        = set(correlate.Causes()...)
 )
 
 func set(values ...string) map[string]bool {
@@ -69,4 +71,25 @@ func outcomeLabel(outcome string) string {
 		return outcome
 	}
 	return "unknown"
+}
+
+// causeLabel bounds Termination.Cause to correlate.Causes().
+func causeLabel(cause string) string {
+	if causes[cause] {
+		return cause
+	}
+	return correlate.CauseUnknown
+}
+
+// outcomeKey is the key of revisionState.outcomes, kept as one string so
+// that the persisted counters stay a plain map. Counters persisted before
+// causes existed have the outcome alone: their cause is unknown.
+func outcomeKey(outcome, cause string) string { return outcome + "/" + cause }
+
+func splitOutcomeKey(key string) (outcome, cause string) {
+	outcome, cause, ok := strings.Cut(key, "/")
+	if !ok {
+		cause = correlate.CauseUnknown
+	}
+	return outcome, cause
 }

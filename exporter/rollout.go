@@ -9,7 +9,8 @@ import (
 // revisionState holds the counters of one workload revision (the rollout
 // identity of DESIGN.md) and when they last changed.
 type revisionState struct {
-	labels     [4]string // namespace, workload_kind, workload, revision
+	labels [4]string // namespace, workload_kind, workload, revision
+	// outcomes counts terminations by outcomeKey(outcome, cause).
 	outcomes   map[string]uint64
 	refused    uint64
 	killed     uint64
@@ -49,7 +50,7 @@ func newWorkloadState(labels [3]string) *workloadState {
 }
 
 func (r *revisionState) add(t correlate.Termination, now time.Time) {
-	r.outcomes[outcomeLabel(t.Outcome)]++
+	r.outcomes[outcomeKey(outcomeLabel(t.Outcome), causeLabel(t.Cause))]++
 	r.refused += uint64(max(t.Counts.RefusedAfterSigterm, 0))
 	r.killed += uint64(max(t.Counts.RequestsKilledBySigkill, 0))
 	r.acceptedNR += uint64(max(t.Counts.AcceptedAfterEndpointsNotReady, 0))

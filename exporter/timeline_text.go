@@ -34,6 +34,13 @@ func writeTimeline(w *bufio.Writer, v TerminationView) {
 	fmt.Fprintf(w, "%s/%s  %s %s revision %s  node %s  outcome %s\n", wl.Namespace, t.Pod,
 		orNone(wl.Kind), orNone(wl.Name), orNone(wl.Revision), t.Node, orNone(t.Outcome))
 	fmt.Fprintf(w, "  uid %s  ip %s  grace period %s%s\n", t.PodUID, t.PodIP, correlate.FormatSecondsMs(t.GracePeriod), partialNote(t))
+	if t.Cause != "" {
+		evidence := ""
+		if t.CauseEvidence != "" {
+			evidence = " (" + t.CauseEvidence + ")"
+		}
+		fmt.Fprintf(w, "  cause %s%s\n", t.Cause, evidence)
+	}
 	origin := t.Marks.StopSignal
 	if origin.IsZero() {
 		origin = t.Marks.First()

@@ -8,6 +8,7 @@ import (
 
 const wantNaiveTimeline = `shop/web-6d4f-a  Deployment web revision 3  node node-1  outcome refused
   uid uid-a  ip 10.244.1.7  grace period 30.000s
+  cause rollout (Deployment web moved from revision 3 to 4)
      +0.000s  delete_requested
      +0.000s  killing
      +0.000s  stop_signal          SIGTERM to uvicorn (PID 1)

@@ -122,5 +122,9 @@ func subtitle(t correlate.Termination) string {
 	if w.Kind != "none" && w.Kind != "" {
 		owner = fmt.Sprintf("%s %s revision %s", w.Kind, w.Name, w.Revision)
 	}
-	return fmt.Sprintf("%s · node %s · grace %s · uid %s", owner, t.Node, t.GracePeriod, t.PodUID)
+	cause := ""
+	if t.Cause != "" {
+		cause = " · cause " + t.Cause
+	}
+	return fmt.Sprintf("%s%s · node %s · grace %s · uid %s", owner, cause, t.Node, t.GracePeriod, t.PodUID)
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -123,6 +124,13 @@ func New(cfg Config) (*Kube, error) {
 		return nil, fmt.Errorf("creating metadata client: %w", err)
 	}
 	k := &Kube{cfg: cfg, client: client, owners: newOwnerCache(meta, cfg.Now), health: watchHealth{now: cfg.Now}}
+	k.owners.updateRevision = func(ctx context.Context, ns, name string) (string, error) {
+		s, err := client.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return s.Status.UpdateRevision, nil
+	}
 	k.endpoints = newEndpointWatch(k)
 	k.events = newEventWatch(k)
 	k.pods = newPodWatch(k)

@@ -28,6 +28,16 @@ const (
 	ownerGetTimeout = 5 * time.Second
 )
 
+// currentTTL bounds how stale an owner's current revision may be: short,
+// because a rollout changes it, and a deletion right after the change must
+// be told from a scale-down.
+const currentTTL = 2 * time.Second
+
+var (
+	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	rolloutsGVR    = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
+)
+
 // The owners a pod's controller chain passes through, read as metadata.
 var ownerGVRs = map[string]schema.GroupVersionResource{
 	"ReplicaSet": {Group: "apps", Version: "v1", Resource: "replicasets"},
@@ -102,6 +112,11 @@ type ownerCache struct {
 	now     func() time.Time
 	mu      sync.Mutex
 	entries map[string]ownerEntry
+	// current caches workloads' current revisions for currentTTL.
+	current map[string]ownerEntry
+	// updateRevision reads a StatefulSet's status.updateRevision (not in
+	// its metadata); nil when unavailable.
+	updateRevision func(ctx context.Context, ns, name string) (string, error)
 }
 
 type ownerEntry struct {
@@ -111,7 +126,7 @@ type ownerEntry struct {
 }
 
 func newOwnerCache(meta metadata.Interface, now func() time.Time) *ownerCache {
-	return &ownerCache{meta: meta, now: now, entries: make(map[string]ownerEntry)}
+	return &ownerCache{meta: meta, now: now, entries: make(map[string]ownerEntry), current: make(map[string]ownerEntry)}
 }
 
 func (c *ownerCache) workload(pod *corev1.Pod) collector.Workload {
@@ -169,4 +184,58 @@ func (c *ownerCache) dropExpired(now time.Time) {
 			delete(c.entries, k)
 		}
 	}
+}
+
+// currentRevision is the revision w's owner is at now, to tell a rollout
+// (the pod's revision is behind it) from a scale-down: a Deployment's or an
+// Argo Rollout's revision annotation, a StatefulSet's updateRevision; ""
+// for other kinds or when it cannot be read.
+func (c *ownerCache) currentRevision(w collector.Workload) string {
+	if w.Kind != "Deployment" && w.Kind != "Rollout" && w.Kind != "StatefulSet" {
+		return ""
+	}
+	key := w.Kind + "/" + w.Namespace + "/" + w.Name
+	now := c.now()
+	c.mu.Lock()
+	e, hit := c.current[key]
+	c.mu.Unlock()
+	if hit && now.Before(e.expires) {
+		return e.meta.Revision
+	}
+	revision := c.readCurrent(w)
+	c.mu.Lock()
+	c.current[key] = ownerEntry{meta: OwnerMeta{Revision: revision}, ok: revision != "", expires: now.Add(currentTTL)}
+	if len(c.current) >= 256 {
+		for k, old := range c.current {
+			if now.After(old.expires) {
+				delete(c.current, k)
+			}
+		}
+	}
+	c.mu.Unlock()
+	return revision
+}
+
+func (c *ownerCache) readCurrent(w collector.Workload) string {
+	ctx, cancel := context.WithTimeout(context.Background(), ownerGetTimeout)
+	defer cancel()
+	if w.Kind == "StatefulSet" {
+		if c.updateRevision == nil {
+			return ""
+		}
+		r, err := c.updateRevision(ctx, w.Namespace, w.Name)
+		if err != nil {
+			return ""
+		}
+		return r
+	}
+	gvr, annotation := deploymentsGVR, revisionAnnotation
+	if w.Kind == "Rollout" {
+		gvr, annotation = rolloutsGVR, argoRevisionAnnotation
+	}
+	m, err := c.meta.Resource(gvr).Namespace(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return m.Annotations[annotation]
 }

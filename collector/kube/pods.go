@@ -116,12 +116,28 @@ func (w *podWatch) onDelete(obj any) {
 // emit converts a pod, sends it to the sink and keeps the Event and
 // EndpointSlice watches in step with it.
 func (w *podWatch) emit(pod *corev1.Pod) {
-	p := ConvertPod(pod, w.k.owners.workload(pod))
+	wl := w.k.owners.workload(pod)
+	p := ConvertPod(pod, wl)
+	if pod.DeletionTimestamp != nil {
+		p.Stop.OwnerRevision = w.k.owners.currentRevision(wl)
+	}
 	w.k.cfg.Sink.Pod(collector.PodUpdate{Seen: w.k.cfg.Now(), Pod: p})
 	w.k.endpoints.podSeen(pod.Namespace, string(pod.UID), pod.Labels)
 	if pod.DeletionTimestamp != nil {
 		w.k.events.start(pod.Namespace, string(pod.UID))
 	}
+}
+
+// stopEvidence reads why the pod stops from its status: the
+// DisruptionTarget condition and the kubelet's reason and message.
+func stopEvidence(pod *corev1.Pod) collector.StopEvidence {
+	e := collector.StopEvidence{Reason: pod.Status.Reason, Message: pod.Status.Message}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			e.Disruption = c.Reason
+		}
+	}
+	return e
 }
 
 func samePodButVersion(a, b *corev1.Pod) bool {
@@ -137,6 +153,7 @@ func ConvertPod(pod *corev1.Pod, w collector.Workload) collector.Pod {
 		Workload: w, GracePeriod: podGrace(pod), Ready: podReady(pod),
 	}
 	p.IP, _ = netip.ParseAddr(pod.Status.PodIP)
+	p.Stop = stopEvidence(pod)
 	if pod.DeletionTimestamp != nil {
 		p.DeletionTimestamp = pod.DeletionTimestamp.Time
 		if s := pod.DeletionGracePeriodSeconds; s != nil {

@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"unicode/utf8"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -35,20 +37,40 @@ func ShrinkPod(pod *corev1.Pod) *corev1.Pod {
 			NodeName:                      pod.Spec.NodeName,
 			TerminationGracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds,
 		},
-		Status: corev1.PodStatus{Phase: pod.Status.Phase, PodIP: pod.Status.PodIP},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase, PodIP: pod.Status.PodIP,
+			Reason: pod.Status.Reason, Message: truncate(pod.Status.Message, maxStopMessage)},
 	}
 	for _, c := range pod.Spec.Containers {
 		out.Spec.Containers = append(out.Spec.Containers, shrinkContainer(c))
 	}
 	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+		switch c.Type {
+		case corev1.PodReady:
+			out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status})
+		case corev1.DisruptionTarget:
+			// Who decided the pod must go (the termination's cause).
+			out.Status.Conditions = append(out.Status.Conditions, corev1.PodCondition{Type: c.Type, Status: c.Status, Reason: c.Reason})
 		}
 	}
 	for _, s := range pod.Status.ContainerStatuses {
 		out.Status.ContainerStatuses = append(out.Status.ContainerStatuses, shrinkStatus(s))
 	}
 	return out
+}
+
+// maxStopMessage bounds the status message kept per pod: the kubelet's
+// eviction and node-shutdown messages are a line; anything longer is not
+// needed to name the cause.
+const maxStopMessage = 256
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n-- // never split a character
+	}
+	return s[:n]
 }
 
 // shrinkContainer keeps a container's name, the lifecycle fields that

@@ -20,9 +20,12 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// Controllers run by kube-controller-manager: what a rollout needs, nothing
-// more. The node-lifecycle controller is left out, so Nodes are never tainted.
+// Controllers run by kube-controller-manager: what rollouts of the owners
+// drainwatch attributes need, and the disruption controller that computes
+// PodDisruptionBudgets for the Eviction API. The node-lifecycle controller
+// is left out, so Nodes are never tainted.
 const Controllers = "deployment-controller,replicaset-controller,endpointslice-controller," +
+	"statefulset-controller,daemonset-controller,job-controller,cronjob-controller,disruption-controller," +
 	"garbage-collector-controller,namespace-controller,serviceaccount-controller," +
 	"serviceaccount-token-controller"
 

@@ -127,9 +127,12 @@ func (w *podWorker) phase() corev1.PodPhase {
 	return corev1.PodFailed
 }
 
-// pushStatus writes the status with a JSON merge patch of the status
-// subresource: lists (conditions, containerStatuses) are replaced whole, so
-// a container's state never keeps a stale "running" next to "terminated".
+// pushStatus writes the status with a strategic merge patch of the status
+// subresource, as the kubelet's status manager does: conditions merge by
+// type, so conditions others own (DisruptionTarget, written by the API
+// server's eviction, the scheduler's preemption, the taint manager) stay;
+// containerStatuses is an atomic list, replaced whole, so a container's
+// state never keeps a stale "running" next to "terminated".
 func (w *podWorker) pushStatus(ctx context.Context) error {
 	body, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": w.pod.UID}, // a recreated pod of the same name is not ours
@@ -138,7 +141,7 @@ func (w *podWorker) pushStatus(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("encoding pod status: %w", err)
 	}
-	_, err = w.a.cfg.Client.CoreV1().Pods(w.pod.Namespace).Patch(ctx, w.pod.Name, types.MergePatchType, body,
+	_, err = w.a.cfg.Client.CoreV1().Pods(w.pod.Namespace).Patch(ctx, w.pod.Name, types.StrategicMergePatchType, body,
 		metav1.PatchOptions{}, "status")
 	if err != nil {
 		return fmt.Errorf("patching status of pod %s/%s: %w", w.pod.Namespace, w.pod.Name, err)

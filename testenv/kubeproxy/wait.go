@@ -32,19 +32,21 @@ func (p *Proxy) waitHealthy(ctx context.Context) error {
 // WaitSynced waits until kube-proxy has written its rules at or after since
 // with no Service or EndpointSlice change pending, and returns that sync's
 // time: a change the API had committed before since is programmed by then,
-// once kube-proxy has received it (see WaitChanges).
+// once kube-proxy has received it (WaitProgrammed waits for the receipt too).
 func (p *Proxy) WaitSynced(ctx context.Context, since time.Time) (Metrics, error) {
 	return p.waitMetrics(ctx, "a sync after "+since.Format(time.StampMilli), func(m Metrics) bool {
 		return !m.LastSync.Before(since) && m.EndpointChangesPending == 0 && m.ServiceChangesPending == 0
 	})
 }
 
-// WaitChanges waits until kube-proxy has received more than endpoints
-// EndpointSlice changes in all (Metrics.EndpointChanges, taken before the
-// change) and has programmed every change it received.
-func (p *Proxy) WaitChanges(ctx context.Context, endpoints float64) (Metrics, error) {
-	return p.waitMetrics(ctx, fmt.Sprintf("more than %.0f endpoint changes programmed", endpoints), func(m Metrics) bool {
-		return m.EndpointChanges > endpoints && m.EndpointChangesPending == 0 && m.ServiceChangesPending == 0
+// WaitProgrammed waits until kube-proxy has received a Service or
+// EndpointSlice change after before (its Metrics taken before the change)
+// and has programmed every change it received, and returns the metrics then:
+// their LastSync is when the change took effect on this node.
+func (p *Proxy) WaitProgrammed(ctx context.Context, before Metrics) (Metrics, error) {
+	return p.waitMetrics(ctx, "a change programmed", func(m Metrics) bool {
+		return m.EndpointChanges+m.ServiceChanges > before.EndpointChanges+before.ServiceChanges &&
+			m.EndpointChangesPending == 0 && m.ServiceChangesPending == 0
 	})
 }
 

@@ -57,7 +57,7 @@ func seedsKubeProxy(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, mode str
 	pods := deploy(ctx, t, c, ns, cluster.ServerDeployment(ns, "web", mode, 2, args...))
 	waitWatching(ctx, t, ds, pods)
 	kp := c.KubeProxies[0]
-	service := programmedService(ctx, t, c, kp, ns, "web", len(pods))
+	service := readyService(ctx, t, c, ns, "web", len(pods))
 	victim := &pods[0]
 	podAddr := cluster.PodAddr(victim, cluster.ServerPort)
 
@@ -74,7 +74,7 @@ func seedsKubeProxy(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, mode str
 	got := waitComplete(ctx, t, daemonOf(t, ds, victim), string(victim.UID))
 	viaService := lab.RefusedTo(service, res.Work)
 	direct := lab.RefusedTo(podAddr, res.Readiness, []client.Request{res.Slow})
-	t.Logf("%s via %s %s: /work %s; /ready %s; victim's removal programmed %v after the delete (%d changes programmed, %v in all); drainwatch %+v, diagnoses %v",
+	t.Logf("%s via %s %s: /work %s; /ready %s; kube-proxy last synced %v after the delete (network programming: %d changes, %v in all); drainwatch %+v, diagnoses %v",
 		mode, kp.Mode(), service, client.Summarize(res.Work), client.Summarize(res.Readiness),
 		programmed.LastSync.Sub(res.StopAt).Round(time.Millisecond), programmed.Programmed, programmed.ProgrammedSum, got.Counts, codes(got))
 	if got.Counts.RefusedAfterSigterm != viaService+direct || got.Counts.RefusedBeforeSigterm != 0 {
@@ -93,10 +93,10 @@ func seedsKubeProxy(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, mode str
 	}
 }
 
-// programmedService waits until the Service's EndpointSlices list ready
-// endpoints, one per pod, and kube-proxy has synced since; it returns the
-// ClusterIP:port clients dial.
-func programmedService(ctx context.Context, t *testing.T, c *cluster.Cluster, kp *kubeproxy.Proxy, ns, name string, ready int) string {
+// readyService waits until the Service's EndpointSlices list ready
+// endpoints, one per pod, and returns the ClusterIP:port clients dial
+// (syncNow then has kube-proxy program them).
+func readyService(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, name string, ready int) string {
 	t.Helper()
 	svc, err := c.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -108,9 +108,6 @@ func programmedService(ctx context.Context, t *testing.T, c *cluster.Cluster, kp
 			t.Fatalf("service %s/%s: never %d ready endpoints", ns, name, ready)
 		case <-time.After(50 * time.Millisecond):
 		}
-	}
-	if _, err := kp.WaitSynced(ctx, time.Now()); err != nil {
-		t.Fatal(err)
 	}
 	return net.JoinHostPort(svc.Spec.ClusterIP, "80")
 }
@@ -133,8 +130,9 @@ func readyEndpoints(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, n
 }
 
 // syncNow makes kube-proxy sync right now (a new Service it must program)
-// and returns its metrics after that sync: the next change waits out
-// minSyncPeriod from here.
+// and returns its metrics after that sync: every change it had received is
+// programmed (the Service's endpoints, seen ready in the API before), and
+// the next change waits out minSyncPeriod from here.
 func syncNow(ctx context.Context, t *testing.T, c *cluster.Cluster, kp *kubeproxy.Proxy, ns string) kubeproxy.Metrics {
 	t.Helper()
 	before, err := kp.Metrics(ctx)

@@ -29,16 +29,6 @@ func (p *Proxy) waitHealthy(ctx context.Context) error {
 	}
 }
 
-// WaitSynced waits until kube-proxy has written its rules at or after since
-// with no Service or EndpointSlice change pending, and returns that sync's
-// time: a change the API had committed before since is programmed by then,
-// once kube-proxy has received it (WaitProgrammed waits for the receipt too).
-func (p *Proxy) WaitSynced(ctx context.Context, since time.Time) (Metrics, error) {
-	return p.waitMetrics(ctx, "a sync after "+since.Format(time.StampMilli), func(m Metrics) bool {
-		return !m.LastSync.Before(since) && m.EndpointChangesPending == 0 && m.ServiceChangesPending == 0
-	})
-}
-
 // WaitProgrammed waits until kube-proxy has received a Service or
 // EndpointSlice change after before (its Metrics taken before the change)
 // and has programmed every change it received, and returns the metrics then:

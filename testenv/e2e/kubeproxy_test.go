@@ -62,21 +62,33 @@ func seedsKubeProxy(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, mode str
 	podAddr := cluster.PodAddr(victim, cluster.ServerPort)
 
 	before := syncNow(ctx, t, c, kp, ns)
+	rec := kp.RecordSyncs(ctx)
 	res, err := client.Seeds{Dial: kp.Dial, Target: service, Pod: podAddr,
 		Stop: func(ctx context.Context) error { return c.DeletePod(ctx, victim.Namespace, victim.Name) }}.Run(ctx)
 	if err != nil {
+		rec.Stop()
 		t.Fatal(err)
 	}
 	programmed, err := kp.WaitProgrammed(ctx, before)
+	syncs := append(rec.Stop(), programmed.LastSync)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The first sync after the delete took the victim out of the rules: a
+	// connection can only have been DNATed to it if it started before.
+	removed := kubeproxy.FirstSyncAfter(syncs, res.StopAt)
+	for _, r := range res.Work {
+		if r.Outcome == client.Refused && !r.Start.Before(removed) {
+			t.Errorf("/work refused through the Service at %v, after kube-proxy removed the victim at %v",
+				r.Start.Sub(res.StopAt), removed.Sub(res.StopAt))
+		}
 	}
 	got := waitComplete(ctx, t, daemonOf(t, ds, victim), string(victim.UID))
 	viaService := lab.RefusedTo(service, res.Work)
 	direct := lab.RefusedTo(podAddr, res.Readiness, []client.Request{res.Slow})
-	t.Logf("%s via %s %s: /work %s; /ready %s; kube-proxy last synced %v after the delete (network programming: %d changes, %v in all); drainwatch %+v, diagnoses %v",
+	t.Logf("%s via %s %s: /work %s; /ready %s; kube-proxy on %s routed to the victim until %v after the delete (network programming: %d changes, %v in all); drainwatch %+v, diagnoses %v",
 		mode, kp.Mode(), service, client.Summarize(res.Work), client.Summarize(res.Readiness),
-		programmed.LastSync.Sub(res.StopAt).Round(time.Millisecond), programmed.Programmed, programmed.ProgrammedSum, got.Counts, codes(got))
+		kp.Node(), removed.Sub(res.StopAt).Round(time.Millisecond), programmed.Programmed, programmed.ProgrammedSum, got.Counts, codes(got))
 	if got.Counts.RefusedAfterSigterm != viaService+direct || got.Counts.RefusedBeforeSigterm != 0 {
 		dumpRefused(t, got, res.StopAt, res.Work, res.Readiness, []client.Request{res.Slow})
 		t.Errorf("refused after/before the stop signal %d/%d, clients saw %d refused (%d through the Service, %d at the pod)",

@@ -17,7 +17,7 @@ import (
 // Metrics is what kube-proxy's own /metrics says about its programming.
 type Metrics struct {
 	// LastSync is kubeproxy_sync_proxy_rules_last_timestamp_seconds: when
-	// the rules were last written successfully (zero before the first).
+	// the IPv4 rules were last written successfully (zero before the first).
 	LastSync time.Time
 	// EndpointChanges and ServiceChanges count the changes kube-proxy has
 	// received (kubeproxy_sync_proxy_rules_{endpoint,service}_changes_total);
@@ -39,8 +39,12 @@ func (p *Proxy) Metrics(ctx context.Context) (Metrics, error) {
 	if err != nil {
 		return Metrics{}, err
 	}
+	return metricsOf(fams), nil
+}
+
+func metricsOf(fams map[string]*dto.MetricFamily) Metrics {
 	var m Metrics
-	if ts := maxValue(fams["kubeproxy_sync_proxy_rules_last_timestamp_seconds"]); ts > 0 {
+	if ts := maxValue(ipv4(fams["kubeproxy_sync_proxy_rules_last_timestamp_seconds"])); ts > 0 {
 		sec, frac := math.Modf(ts)
 		m.LastSync = time.Unix(int64(sec), int64(frac*1e9))
 	}
@@ -48,13 +52,13 @@ func (p *Proxy) Metrics(ctx context.Context) (Metrics, error) {
 	m.ServiceChanges = maxValue(fams["kubeproxy_sync_proxy_rules_service_changes_total"])
 	m.EndpointChangesPending = maxValue(fams["kubeproxy_sync_proxy_rules_endpoint_changes_pending"])
 	m.ServiceChangesPending = maxValue(fams["kubeproxy_sync_proxy_rules_service_changes_pending"])
-	if f := fams["kubeproxy_network_programming_duration_seconds"]; f != nil {
+	if f := ipv4(fams["kubeproxy_network_programming_duration_seconds"]); f != nil {
 		for _, s := range f.GetMetric() {
 			m.Programmed += s.GetHistogram().GetSampleCount()
 			m.ProgrammedSum += time.Duration(s.GetHistogram().GetSampleSum() * float64(time.Second))
 		}
 	}
-	return m, nil
+	return m
 }
 
 func (p *Proxy) scrape(ctx context.Context) (map[string]*dto.MetricFamily, error) {
@@ -93,8 +97,26 @@ func (p *Proxy) get(ctx context.Context, port int, path string) (io.Reader, erro
 	return bytes.NewReader(b), nil
 }
 
-// maxValue is the largest gauge or counter value of a family (one series
-// per IP family; the test network is IPv4 only), 0 when absent.
+// ipv4 keeps the family's series of the IPv4 proxier. kube-proxy runs one
+// per IP family (dual-stack mode, as the node namespace has IPv6 on its
+// loopback) and both sync on every change; the test network is IPv4 only,
+// so the IPv4 proxier's sync is the one that takes effect.
+func ipv4(f *dto.MetricFamily) *dto.MetricFamily {
+	if f == nil {
+		return nil
+	}
+	out := &dto.MetricFamily{Name: f.Name, Type: f.Type}
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "ip_family" && l.GetValue() == "IPv4" {
+				out.Metric = append(out.Metric, m)
+			}
+		}
+	}
+	return out
+}
+
+// maxValue is the largest gauge or counter value of a family, 0 when absent.
 func maxValue(f *dto.MetricFamily) float64 {
 	var v float64
 	for _, m := range f.GetMetric() {

@@ -32,7 +32,7 @@ export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
 
-deps: ## Install the Debian packages a fresh machine lacks (clang, bpftool, nginx, prometheus, ...).
+deps: ## Install the Debian packages a fresh machine lacks (clang, bpftool, nginx, prometheus, nftables, ...).
 	@bash testenv/scripts/install-deps.sh
 
 mounts: ## Mount tracefs and bpffs if they are not mounted.
@@ -63,7 +63,7 @@ IMAGE_ARCHES ?= amd64 arm64
 image: ## Build the OCI image (bin/drainwatch-oci/, .tar, per-arch tarballs) without a container engine.
 	@GO=$(GO) bash testenv/scripts/image.sh $(BIN) $(VERSION) $(IMAGE_ARCHES)
 
-controlplane: ## Build (once, cached in .cache/) etcd and the Kubernetes control plane from k8s.io/kubernetes.
+controlplane: ## Build (once, cached in .cache/) etcd, the Kubernetes control plane and kube-proxy from k8s.io/kubernetes.
 	@bash testenv/scripts/build-controlplane.sh $(K8S_VERSION) $(K8S_BIN)
 
 helm: ## Build (once, cached in .cache/) the Helm CLI from helm.sh/helm/v3 for the chart's tests.

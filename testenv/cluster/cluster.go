@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/controlplane"
+	"github.com/drainwatch/drainwatch/testenv/kubeproxy"
 	"github.com/drainwatch/drainwatch/testenv/netlab"
 	"github.com/drainwatch/drainwatch/testenv/node"
 	"github.com/drainwatch/drainwatch/testenv/workload"
@@ -42,7 +44,15 @@ type Options struct {
 	// containerStatuses[].stopSignal and a control plane Start starts drops
 	// spec lifecycle.stopSignal (a ControlPlane passed in keeps its gates).
 	DisableContainerStopSignals bool
-	Log                         zerolog.Logger
+	// KubeProxy runs the real kube-proxy on every node, in this mode
+	// (kubeproxy.NFTables or kubeproxy.IPTables); empty runs none. Clients
+	// then reach a Service's ClusterIP from a node's namespace
+	// (KubeProxies[i].Dial).
+	KubeProxy string
+	// KubeProxyMinSync and KubeProxySync are its minSyncPeriod and
+	// syncPeriod: the lag knob (0 s and 30 s when zero).
+	KubeProxyMinSync, KubeProxySync time.Duration
+	Log                             zerolog.Logger
 }
 
 // Cluster is a running test cluster.
@@ -55,6 +65,8 @@ type Cluster struct {
 	Fabric     *netlab.NS    // routers and clients live here
 	Nodes      []*node.Agent // Nodes[i] is named NodeNames[i], pod CIDR 10.244.(i+1).0/24
 	NodeNames  []string
+	// KubeProxies[i] is Nodes[i]'s kube-proxy, with Options.KubeProxy.
+	KubeProxies []*kubeproxy.Proxy
 
 	log    zerolog.Logger
 	ownsCP bool
@@ -144,6 +156,9 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 		}
 		c.Nodes, c.NodeNames = append(c.Nodes, a), append(c.NodeNames, name)
 	}
+	if opts.KubeProxy != "" {
+		return c.startKubeProxies(ctx, opts)
+	}
 	return nil
 }
 
@@ -152,11 +167,11 @@ func (c *Cluster) start(ctx context.Context, opts Options) error {
 // plane if the cluster started it.
 func (c *Cluster) Stop() error {
 	c.cancel()
+	errs := []error{c.stopKubeProxies()}
 	for _, a := range c.Nodes {
 		a.Stop()
 	}
 	c.Nodes = nil
-	var errs []error
 	if !c.ownsCP && c.CP != nil {
 		errs = append(errs, c.deleteNodes())
 	}

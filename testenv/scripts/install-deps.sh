@@ -20,6 +20,10 @@ have python3 || need+=(python3)
 have qemu-system-x86_64 || need+=(qemu-system-x86)
 have qemu-system-aarch64 || need+=(qemu-system-arm)
 have nsenter || need+=(util-linux)
+# testenv/kubeproxy runs the real kube-proxy, whose nftables mode drives the
+# nft binary and whose iptables mode iptables-restore (Debian: nft backend).
+have nft || need+=(nftables)
+have iptables-restore || need+=(iptables)
 # testenv/runtime runs the image under Debian's containerd (1.6) and runc.
 have containerd || need+=(containerd)
 have runc || need+=(runc)

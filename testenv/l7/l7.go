@@ -1,0 +1,268 @@
+package l7
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/drainwatch/drainwatch/testenv/netlab"
+	"github.com/drainwatch/drainwatch/testenv/router"
+)
+
+// Kind is which proxy runs.
+type Kind string
+
+// The proxies.
+const (
+	HAProxy Kind = "haproxy"
+	Nginx   Kind = "nginx"
+)
+
+// Retry is the proxy's retry policy for failed upstream requests.
+type Retry int
+
+const (
+	// RetryDefault spells out each proxy's shipped default (see the package
+	// comment): nginx retries idempotent requests on another server, haproxy
+	// retries failed connects only.
+	RetryDefault Retry = iota
+	// RetryNone never retries: every upstream failure answers the client.
+	RetryNone
+)
+
+// Config configures a proxy.
+type Config struct {
+	Kind      Kind
+	Client    kubernetes.Interface
+	Namespace string // the Service's namespace
+	Service   string
+	PortName  string     // EndpointSlice port name; the first port when empty
+	NetNS     *netlab.NS // where the proxy runs and listens (the cluster's fabric)
+	Dir       string     // config, sockets and logs
+	// IdleTimeout is how long a pooled upstream connection may stay idle
+	// before the proxy closes it (nginx keepalive_timeout, haproxy timeout
+	// server and pool-purge-delay). 60 s when zero. Longer than the pods'
+	// server idle timeout, it sets up the keep-alive race.
+	IdleTimeout time.Duration
+	Retry       Retry
+	Log         zerolog.Logger
+}
+
+// Update is one backend set the proxy was told about.
+type Update struct {
+	Seen     time.Time // the EndpointSlice informer delivered it
+	Applied  time.Time // the proxy confirmed it (runtime API answered; new nginx worker started)
+	Backends []string  // ready "ip:port", sorted
+}
+
+// Proxy is a running proxy.
+type Proxy struct {
+	cfg    Config
+	addr   string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	engine engine
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	updates []Update
+}
+
+// engine is what differs between haproxy and nginx.
+type engine interface {
+	start(initial []string) (*exec.Cmd, error)
+	apply(backends []string) error
+	counts() (Counts, error)
+	stop(cmd *exec.Cmd) error
+}
+
+// Start writes the proxy's config for the Service's ready endpoints, starts
+// it in cfg.NetNS and keeps its backends following the EndpointSlices until
+// Close.
+func Start(ctx context.Context, cfg Config) (*Proxy, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	port, err := freePort(cfg.NetNS)
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{cfg: cfg, addr: fmt.Sprintf("127.0.0.1:%d", port), exited: make(chan struct{})}
+	p.engine = p.newEngine()
+	ctx, p.cancel = context.WithCancel(ctx)
+	f := router.Follow{Client: cfg.Client, Namespace: cfg.Namespace, Service: cfg.Service, PortName: cfg.PortName}
+	var startErr error
+	err = router.FollowReady(ctx, f, func(set []string, initial bool) {
+		if initial {
+			startErr = p.launch(set)
+			return
+		}
+		p.update(set)
+	})
+	if err == nil {
+		err = startErr
+	}
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("starting %s for %s/%s: %w", cfg.Kind, cfg.Namespace, cfg.Service, err)
+	}
+	return p, nil
+}
+
+func (c *Config) defaults() error {
+	if c.Client == nil || c.NetNS == nil || c.Service == "" || c.Dir == "" {
+		return errors.New("l7: Client, NetNS, Service and Dir are required")
+	}
+	if c.Kind != HAProxy && c.Kind != Nginx {
+		return fmt.Errorf("l7: unknown proxy kind %q", c.Kind)
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = time.Minute
+	}
+	return os.MkdirAll(c.Dir, 0o755)
+}
+
+func (p *Proxy) newEngine() engine {
+	if p.cfg.Kind == Nginx {
+		return &nginx{cfg: p.cfg, addr: p.addr}
+	}
+	return &haproxy{cfg: p.cfg, addr: p.addr}
+}
+
+// launch starts the proxy process with the initial backends and waits until
+// it accepts connections.
+func (p *Proxy) launch(initial []string) error {
+	now := time.Now()
+	cmd, err := p.engine.start(initial)
+	if err != nil {
+		return err
+	}
+	p.cmd = cmd
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	if err := p.waitListening(); err != nil {
+		return err
+	}
+	p.record(Update{Seen: now, Applied: time.Now(), Backends: initial})
+	p.cfg.Log.Info().Str("proxy", string(p.cfg.Kind)).Str("addr", p.addr).Strs("backends", initial).Msg("l7 proxy started")
+	return nil
+}
+
+// update applies a new backend set; a failure is logged and recorded as an
+// update never applied (zero Applied), which a test sees in Updates.
+func (p *Proxy) update(set []string) {
+	u := Update{Seen: time.Now(), Backends: set}
+	if err := p.engine.apply(set); err != nil {
+		p.cfg.Log.Error().Err(err).Str("proxy", string(p.cfg.Kind)).Strs("backends", set).Msg("l7 proxy update failed")
+	} else {
+		u.Applied = time.Now()
+	}
+	p.record(u)
+}
+
+func (p *Proxy) record(u Update) {
+	p.mu.Lock()
+	p.updates = append(p.updates, u)
+	p.mu.Unlock()
+}
+
+// Addr is the address clients in the proxy's namespace connect to.
+func (p *Proxy) Addr() string { return p.addr }
+
+// Updates lists every backend set the proxy was given, the initial one first.
+func (p *Proxy) Updates() []Update {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.updates)
+}
+
+// Backends is the last backend set applied.
+func (p *Proxy) Backends() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := len(p.updates) - 1; i >= 0; i-- {
+		if !p.updates[i].Applied.IsZero() {
+			return slices.Clone(p.updates[i].Backends)
+		}
+	}
+	return nil
+}
+
+// Counts parses the proxy's logs as they are now. A proxy writes a request's
+// log line once the request has ended, possibly just after the client got
+// the response: read them after Close for a final count.
+func (p *Proxy) Counts() (Counts, error) { return p.engine.counts() }
+
+// Close stops following the Service and stops the proxy (its logs stay).
+func (p *Proxy) Close() error {
+	p.cancel()
+	if p.cmd == nil || p.cmd.Process == nil {
+		return nil
+	}
+	err := p.engine.stop(p.cmd)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	return err
+}
+
+// waitListening dials the proxy from its namespace until it accepts, for at
+// most 10 s, or until it exits.
+func (p *Proxy) waitListening() error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn, err := p.cfg.NetNS.Dial(ctx, "tcp", p.addr)
+		cancel()
+		if err == nil {
+			return conn.Close()
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("%s exited before listening on %s (logs in %s)", p.cfg.Kind, p.addr, p.cfg.Dir)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not listening on %s after 10 s: %w", p.cfg.Kind, p.addr, err)
+		}
+	}
+}
+
+// freePort asks the namespace's kernel for a free loopback port.
+func freePort(ns *netlab.NS) (int, error) {
+	ln, err := ns.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port in %s: %w", ns, err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// startIn starts argv inside ns with stdout and stderr into files of dir;
+// the process dies with ours.
+func startIn(ns *netlab.NS, dir, name string, argv []string) (*exec.Cmd, error) {
+	out, err := os.Create(dir + "/" + name + ".out")
+	if err != nil {
+		return nil, fmt.Errorf("%s output file: %w", name, err)
+	}
+	defer out.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := ns.Start(cmd); err != nil {
+		return nil, fmt.Errorf("starting %s in %s: %w", argv[0], ns, err)
+	}
+	return cmd, nil
+}

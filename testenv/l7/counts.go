@@ -9,8 +9,11 @@ import (
 
 // Counts is what a proxy's own logs say about the requests it handled.
 type Counts struct {
-	Requests int                // client requests logged
-	Status   map[int]int        // status answered to the client → requests
+	Requests int         // client requests logged
+	Status   map[int]int // status answered to the client → requests
+	// Retried counts requests the proxy sent again after a failed attempt
+	// (haproxy's retries field %rc; nginx: more than one $upstream_addr).
+	Retried  int
 	Backends map[string]Backend // per upstream "ip:port"
 }
 

@@ -19,20 +19,30 @@
 //     empty keep-alive pools; the old workers finish their requests and
 //     close their idle upstream connections.
 //
-// Retries, which decide whether an upstream reset reaches the client as a
-// 502, are configured explicitly (Config.Retry):
-//   - nginx's default is `proxy_next_upstream error timeout`: an error on a
-//     cached keep-alive connection (reset, or closed before the response
-//     header) is retried on the next server for idempotent requests (GET,
-//     HEAD, ...; not POST since 1.9.13), without using up a try. The error
-//     log has the failure and the access log's $upstream_status says "502,
-//     200", but the client gets the second answer.
-//   - haproxy's default is `retries 3` with `retry-on conn-failure`: only a
-//     connection that could not be established is retried; a request sent
-//     on a reused connection that the server closed or reset is answered
-//     502 (termination state SH) unless retry-on names empty-response. No
-//     `option redispatch` by default: retries stay on the same server.
+// What reaches the client when a pooled connection was closed by the pod
+// (the keep-alive race; the tests measure each case exactly):
+//   - nginx answers 502 and logs "recv() failed (104: Connection reset by
+//     peer) while reading response header from upstream" (or "upstream
+//     prematurely closed connection") — unless it retries: its default
+//     `proxy_next_upstream error timeout` retries an idempotent request
+//     (GET, HEAD, ...; not POST since 1.9.13) after an error on a cached
+//     connection, without using up a try. The client then gets a 200; the
+//     error log keeps the failure and $upstream_status says "502, 200".
+//   - haproxy answers 502 with termination state SH when the request is the
+//     first on the client's connection. On a kept-alive client connection
+//     it closes that connection without an answer and logs nothing, so that
+//     the client retries (browsers and Go's http.Transport do, for
+//     idempotent requests): its log undercounts the race. Its default
+//     `retries 3` / `retry-on conn-failure` retries failed connects only;
+//     `retry-on empty-response` (RetryEmptyResponse) retries the request on
+//     a new connection and logs it as a retry (%rc), without the abort.
+//     No `option redispatch` by default: retries stay on the same server.
+//   - haproxy's pool has no per-connection idle timeout: every
+//     pool-purge-delay (5 s by default) it closes part of the idle
+//     connections it has not needed lately, so making the proxy's idle time
+//     shorter than the pod's is not a reliable fix there (it is for nginx's
+//     upstream keepalive_timeout).
 //
-// RetryNone turns both off (`proxy_next_upstream off`; `retries 0`,
-// `retry-on none`), so every upstream failure is a client 502.
+// RetryNone turns retries off (`proxy_next_upstream off`; `retries 0`,
+// `retry-on none`), so every upstream failure answers the client.
 package l7

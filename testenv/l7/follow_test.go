@@ -2,6 +2,7 @@ package l7_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -28,10 +29,10 @@ func followsScaleDown(t *testing.T, kind l7.Kind) {
 	deploy(ctx, t, c, ns, 2)
 	p := startProxy(ctx, t, c, l7.Config{Kind: kind, Namespace: ns, Retry: l7.RetryNone})
 	both := waitBackends(t, p, 2)
-	hc, url := client(c), "http://"+p.Addr()+"/work"
+	hc, url := client(c, true), "http://"+p.Addr()+"/work"
 	var o observed
 	for range 20 {
-		o.get(hc, url)
+		o.do(hc, http.MethodGet, url)
 	}
 	if err := c.Apply(ctx, cluster.ServerDeployment(ns, "web", "naive", 1)); err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func followsScaleDown(t *testing.T, kind l7.Kind) {
 	last := p.Updates()[len(p.Updates())-1]
 	t.Logf("%s applied %v %v after the informer delivered it", kind, last.Backends, last.Applied.Sub(last.Seen))
 	for range 20 {
-		o.get(hc, url)
+		o.do(hc, http.MethodGet, url)
 	}
 	if o.status[200] != 40 || len(o.errs) != 0 {
 		t.Fatalf("client saw %v, errors %v; want 40 × 200", o.status, o.errs)

@@ -65,8 +65,10 @@ func (h *haproxy) apply(backends []string) error {
 	return runtimeAPI(h.socket(), cmds)
 }
 
-// stop is haproxy's hard stop (SIGTERM): the test is over.
-func (h *haproxy) stop(cmd *exec.Cmd) error { return cmd.Process.Signal(syscall.SIGTERM) }
+// stop is haproxy's soft stop (SIGUSR1): listeners close, streams finish
+// and are logged, then it exits. A hard stop (SIGTERM) can lose the log
+// line of the last request.
+func (h *haproxy) stop(cmd *exec.Cmd) error { return cmd.Process.Signal(syscall.SIGUSR1) }
 
 func (h *haproxy) counts() (Counts, error) { return parseHAProxyLog(h.logPath()) }
 
@@ -76,8 +78,11 @@ func (h *haproxy) counts() (Counts, error) { return parseHAProxyLog(h.logPath())
 // termination state, retries, the request line.
 func (h *haproxy) config() string {
 	retry := "  retries 3\n  retry-on conn-failure\n"
-	if h.cfg.Retry == RetryNone {
+	switch h.cfg.Retry {
+	case RetryNone:
 		retry = "  retries 0\n  retry-on none\n"
+	case RetryEmptyResponse:
+		retry = "  retries 3\n  retry-on conn-failure empty-response\n  option redispatch\n"
 	}
 	idle := h.cfg.IdleTimeout.Milliseconds()
 	return fmt.Sprintf(`global
@@ -93,7 +98,7 @@ defaults
   timeout connect 1s
   timeout client 30s
   timeout http-keep-alive 30s
-  timeout server %dms
+  timeout server 30s
 %s
 frontend fe
   bind %s
@@ -103,5 +108,5 @@ backend be
   balance roundrobin
   http-reuse always
   server-template s 1-%d 127.0.0.1:1 disabled pool-purge-delay %dms
-`, h.socket(), idle, retry, h.addr, haproxySlots, idle)
+`, h.socket(), retry, h.addr, haproxySlots, idle)
 }

@@ -11,6 +11,7 @@ type haproxyLine struct {
 	client, server string
 	status         int
 	term           string // termination state, 4 characters, e.g. "SH--"
+	retries        int    // %rc, "+" (redispatched) dropped
 }
 
 // parseHAProxyLine reads "l7req client server status term retries "request"";
@@ -29,6 +30,9 @@ func parseHAProxyLine(line string) (l haproxyLine, ok bool, err error) {
 	if l.status, err = strconv.Atoi(f[2]); err != nil {
 		return l, false, fmt.Errorf("haproxy log line %q: status: %w", line, err)
 	}
+	if l.retries, err = strconv.Atoi(strings.TrimPrefix(f[4], "+")); err != nil {
+		return l, false, fmt.Errorf("haproxy log line %q: retries: %w", line, err)
+	}
 	return l, true, nil
 }
 
@@ -39,6 +43,9 @@ func parseHAProxyLine(line string) (l haproxyLine, ok bool, err error) {
 func (l haproxyLine) count(c *Counts) {
 	c.Requests++
 	c.Status[l.status]++
+	if l.retries > 0 {
+		c.Retried++
+	}
 	c.backend(l.server, func(b *Backend) {
 		b.Attempts++
 		switch l.status {

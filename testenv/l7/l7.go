@@ -38,6 +38,11 @@ const (
 	RetryDefault Retry = iota
 	// RetryNone never retries: every upstream failure answers the client.
 	RetryNone
+	// RetryEmptyResponse also retries a request the server closed or reset
+	// without answering: haproxy `retry-on conn-failure empty-response`
+	// with `option redispatch` (an L7 retry, logged as a retry); nginx
+	// already does for idempotent requests, so it is nginx's default there.
+	RetryEmptyResponse
 )
 
 // Config configures a proxy.
@@ -49,10 +54,12 @@ type Config struct {
 	PortName  string     // EndpointSlice port name; the first port when empty
 	NetNS     *netlab.NS // where the proxy runs and listens (the cluster's fabric)
 	Dir       string     // config, sockets and logs
-	// IdleTimeout is how long a pooled upstream connection may stay idle
-	// before the proxy closes it (nginx keepalive_timeout, haproxy timeout
-	// server and pool-purge-delay). 60 s when zero. Longer than the pods'
-	// server idle timeout, it sets up the keep-alive race.
+	// IdleTimeout is how long a pooled upstream connection may stay idle:
+	// nginx's keepalive_timeout closes each one idle that long; haproxy has
+	// no per-connection idle timeout for its pool, this sets its
+	// pool-purge-delay, the period at which it closes the idle connections
+	// it has not needed lately (some, not all). 60 s when zero. Longer than
+	// the pods' server idle timeout, it sets up the keep-alive race.
 	IdleTimeout time.Duration
 	Retry       Retry
 	Log         zerolog.Logger

@@ -3,9 +3,11 @@ package l7_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -64,7 +66,12 @@ func startProxy(ctx context.Context, t *testing.T, c *cluster.Cluster, cfg l7.Co
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = p.Close() })
+	t.Cleanup(func() {
+		_ = p.Close()
+		if t.Failed() {
+			dumpLogs(t, cfg.Dir)
+		}
+	})
 	return p
 }
 
@@ -80,9 +87,11 @@ func waitBackends(t *testing.T, p *l7.Proxy, n int) []string {
 	return nil
 }
 
-// client is a keep-alive HTTP client whose connections start in the fabric.
-func client(c *cluster.Cluster) *http.Client {
-	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: c.Fabric.DialContext}}
+// client is an HTTP client whose connections start in the fabric; with
+// keepAlive false every request opens its own connection.
+func client(c *cluster.Cluster, keepAlive bool) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second,
+		Transport: &http.Transport{DialContext: c.Fabric.DialContext, DisableKeepAlives: !keepAlive}}
 }
 
 // observed is what the client saw: statuses and transport errors.
@@ -91,16 +100,27 @@ type observed struct {
 	errs   []error
 }
 
-func (o *observed) get(hc *http.Client, url string) {
+func (o *observed) do(hc *http.Client, method, url string) {
 	if o.status == nil {
 		o.status = map[int]int{}
 	}
-	resp, err := hc.Get(url)
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		panic(err)
+	}
+	resp, err := hc.Do(req)
 	if err != nil {
 		o.errs = append(o.errs, err)
 		return
 	}
+	// Read to the end: an unread body closes the connection instead of
+	// returning it to the client's pool.
+	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
+	if err != nil {
+		o.errs = append(o.errs, err)
+		return
+	}
 	o.status[resp.StatusCode]++
 }
 
@@ -121,4 +141,13 @@ func closedCounts(t *testing.T, p *l7.Proxy) l7.Counts {
 func other(all []string, keep string) string {
 	i := slices.Index(all, keep)
 	return all[1-i]
+}
+
+// dumpLogs shows a failed test the proxy's logs.
+func dumpLogs(t *testing.T, dir string) {
+	for _, name := range []string{"haproxy.out", "access.log", "error.log"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			t.Logf("%s:\n%s", name, b)
+		}
+	}
 }

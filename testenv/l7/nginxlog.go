@@ -34,6 +34,9 @@ func countNginxAccess(c *Counts, line string) error {
 	c.Requests++
 	c.Status[status]++
 	addrs, statuses := splitList(m[3]), splitList(m[4])
+	if len(addrs) > 1 {
+		c.Retried++
+	}
 	for i, a := range addrs {
 		st := ""
 		if i < len(statuses) {

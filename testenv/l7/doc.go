@@ -17,7 +17,11 @@
 //     (what `nginx -s reload` sends), as ingress-nginx does when endpoints
 //     change without its Lua balancer. A reload starts new workers with new,
 //     empty keep-alive pools; the old workers finish their requests and
-//     close their idle upstream connections.
+//     close their idle upstream connections. Until an old worker exits it
+//     still serves requests arriving on its client connections with the old
+//     upstream list (seen here: a request sent to the removed pod after the
+//     new worker had started), so an update counts as applied only once the
+//     old worker has exited.
 //
 // What reaches the client when a pooled connection was closed by the pod
 // (the keep-alive race; the tests measure each case exactly):

@@ -68,7 +68,7 @@ type Config struct {
 // Update is one backend set the proxy was told about.
 type Update struct {
 	Seen     time.Time // the EndpointSlice informer delivered it
-	Applied  time.Time // the proxy confirmed it (runtime API answered; new nginx worker started)
+	Applied  time.Time // the proxy confirmed it: haproxy's runtime API answered; nginx's new worker started and the old one exited
 	Backends []string  // ready "ip:port", sorted
 }
 

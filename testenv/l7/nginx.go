@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -50,8 +51,11 @@ func (n *nginx) start(initial []string) (*exec.Cmd, error) {
 }
 
 // apply rewrites the config and reloads: SIGHUP to the master, what `nginx
-// -s reload` sends. It returns once the new worker has started (the master
-// logs it at notice level), so the new set is in use.
+// -s reload` sends. It returns once the new worker has started and the old
+// one has exited (the master logs both at notice level): until then the old
+// worker still serves requests arriving on its client connections, with
+// the old upstream list and its own pool (seen: a request sent to the
+// removed pod after the new worker started).
 func (n *nginx) apply(backends []string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -62,21 +66,26 @@ func (n *nginx) apply(backends []string) error {
 		return fmt.Errorf("nginx reload: %w", err)
 	}
 	n.reloads++
-	return n.waitWorkers(n.reloads + 1)
+	return n.waitWorkers(n.reloads+1, n.reloads)
 }
 
-// waitWorkers waits up to 5 s until the error log shows want worker starts.
-func (n *nginx) waitWorkers(want int) error {
-	for deadline := time.Now().Add(5 * time.Second); ; {
+// workerExited is the master's notice that a worker is gone.
+var workerExited = regexp.MustCompile(`worker process \d+ exited`)
+
+// waitWorkers waits up to 10 s until the error log shows started worker
+// starts and exited worker exits (one worker per generation).
+func (n *nginx) waitWorkers(started, exited int) error {
+	for deadline := time.Now().Add(10 * time.Second); ; {
 		b, err := os.ReadFile(n.errorLog())
 		if err != nil {
 			return fmt.Errorf("nginx error log: %w", err)
 		}
-		if strings.Count(string(b), "start worker process ") >= want {
+		if strings.Count(string(b), "start worker process ") >= started && len(workerExited.FindAll(b, -1)) >= exited {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("nginx: reload %d did not start a worker in 5 s (see %s)", want-1, n.errorLog())
+			return fmt.Errorf("nginx: reload %d: the new worker did not start or the old one did not exit in 10 s (see %s)",
+				started-1, n.errorLog())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -12,19 +12,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	listers "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
-// watchSlices runs an informer on the Service's EndpointSlices and feeds the
-// table with the ready backend set each time it changes. It returns once the
-// informer has synced and the initial set is in the table.
-func (r *Router) watchSlices(ctx context.Context) error {
-	sel := labels.Set{discoveryv1.LabelServiceName: r.cfg.Service}.String()
-	f := informers.NewSharedInformerFactoryWithOptions(r.cfg.Client, 0,
-		informers.WithNamespace(r.cfg.Namespace),
+// Follow selects the EndpointSlices FollowReady watches: those of one
+// Service, one port of them.
+type Follow struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Service   string
+	PortName  string // EndpointSlice port name; the first port when empty
+}
+
+// FollowReady runs an informer on the Service's EndpointSlices and calls
+// observe with the ready "ip:port" set (sorted) each time it changes. It
+// returns once the informer has synced and observe has had the initial set
+// (initial true); later calls come from the informer's goroutine, one at a
+// time. The informer stops when ctx ends. The router and testenv/l7's
+// proxies follow Services through it, the way ingress controllers do.
+func FollowReady(ctx context.Context, f Follow, observe func(set []string, initial bool)) error {
+	sel := labels.Set{discoveryv1.LabelServiceName: f.Service}.String()
+	fac := informers.NewSharedInformerFactoryWithOptions(f.Client, 0,
+		informers.WithNamespace(f.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
-	inf := f.Discovery().V1().EndpointSlices()
+	inf := fac.Discovery().V1().EndpointSlices()
 	lister := inf.Lister()
 	var (
 		mu     sync.Mutex // handlers vs. the initial set below
@@ -37,11 +50,10 @@ func (r *Router) watchSlices(ctx context.Context) error {
 		if !synced {
 			return
 		}
-		set := readyBackends(lister, r.cfg.PortName, r.cfg.Namespace)
+		set := readyBackends(lister, f.PortName, f.Namespace)
 		if !slices.Equal(set, last) {
 			last = set
-			r.log.Debug().Strs("backends", set).Msg("endpoint set observed")
-			r.table.Observe(set, false)
+			observe(set, false)
 		}
 	}
 	_, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -50,21 +62,32 @@ func (r *Router) watchSlices(ctx context.Context) error {
 		DeleteFunc: func(any) { update() },
 	})
 	if err != nil {
-		return fmt.Errorf("watching EndpointSlices of %s/%s: %w", r.cfg.Namespace, r.cfg.Service, err)
+		return fmt.Errorf("watching EndpointSlices of %s/%s: %w", f.Namespace, f.Service, err)
 	}
-	f.Start(ctx.Done())
+	fac.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
-		return fmt.Errorf("syncing EndpointSlices of %s/%s: %w", r.cfg.Namespace, r.cfg.Service, ctx.Err())
+		return fmt.Errorf("syncing EndpointSlices of %s/%s: %w", f.Namespace, f.Service, ctx.Err())
 	}
-	// The initial set comes from the synced cache and applies at once; an
-	// event handled before this point is already in the cache, later ones
-	// apply after the delay.
+	// The initial set comes from the synced cache; an event handled before
+	// this point is already in the cache.
 	mu.Lock()
 	defer mu.Unlock()
-	last = readyBackends(lister, r.cfg.PortName, r.cfg.Namespace)
-	r.table.Observe(last, true)
+	last = readyBackends(lister, f.PortName, f.Namespace)
+	observe(last, true)
 	synced = true
 	return nil
+}
+
+// watchSlices feeds the table with the ready backend set each time it
+// changes: the initial set applies at once, later ones after the delay.
+func (r *Router) watchSlices(ctx context.Context) error {
+	f := Follow{Client: r.cfg.Client, Namespace: r.cfg.Namespace, Service: r.cfg.Service, PortName: r.cfg.PortName}
+	return FollowReady(ctx, f, func(set []string, initial bool) {
+		if !initial {
+			r.log.Debug().Strs("backends", set).Msg("endpoint set observed")
+		}
+		r.table.Observe(set, initial)
+	})
 }
 
 // readyBackends lists "ip:port" of every ready endpoint (a nil ready condition

@@ -11,6 +11,7 @@ have bpftool || need+=(bpftool)
 have ip || need+=(iproute2)
 have nginx || need+=(nginx-light)
 have haproxy || need+=(haproxy)
+have nft || need+=(nftables) # testenv/l7 holds back pods' FINs with an nft rule
 
 have promtool || need+=(prometheus) # same package
 have wrk || need+=(wrk)

@@ -71,6 +71,10 @@ type Config struct {
 	// EndStreams (grpc): at the stop signal, open Watch streams end with
 	// status OK instead of running until GracefulStop's timeout.
 	EndStreams bool
+	// IdleTimeout closes a kept-alive connection idle this long (net/http's
+	// IdleTimeout; zero keeps it open until the client closes it). A proxy
+	// whose pool keeps connections longer meets the keep-alive race.
+	IdleTimeout time.Duration
 }
 
 // Server is one workload server.
@@ -86,7 +90,7 @@ type Server struct {
 // New returns a server; Run starts it.
 func New(cfg Config, log zerolog.Logger) *Server {
 	s := &Server{cfg: cfg, log: log, stopping: make(chan struct{})}
-	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.IdleTimeout}
 	if cfg.Mode == ModeH2C {
 		s.http.Handler = s.h2c(s.http.Handler)
 	}

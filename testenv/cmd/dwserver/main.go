@@ -3,7 +3,7 @@
 //
 //	dwserver --mode=naive|protocol|ignore-term|h2c|grpc [--port=8080] [--addr=127.0.0.1:8080]
 //	         [--drain-delay=1.5s] [--shutdown-timeout=25s] [--work=20ms] [--log-requests]
-//	         [--ignore-stop] [--end-streams]
+//	         [--ignore-stop] [--end-streams] [--idle-timeout=0]
 package main
 
 import (
@@ -31,6 +31,7 @@ func main() {
 	flag.BoolVar(&cfg.LogRequests, "log-requests", false, "log every request (debug)")
 	flag.BoolVar(&cfg.IgnoreStop, "ignore-stop", false, "ignore SIGTERM, SIGINT, SIGQUIT, SIGUSR1 and SIGHUP: only SIGKILL ends the server")
 	flag.BoolVar(&cfg.EndStreams, "end-streams", false, "grpc: end open Watch streams (status OK) at the stop signal")
+	flag.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "close kept-alive connections idle this long (0: never)")
 	flag.Parse()
 	cfg.Addr = ":" + strconv.Itoa(*port)
 	if *addr != "" {

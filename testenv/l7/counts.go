@@ -1,0 +1,89 @@
+package l7
+
+import (
+	"bufio"
+	"fmt"
+	"net/netip"
+	"os"
+)
+
+// Counts is what a proxy's own logs say about the requests it handled.
+type Counts struct {
+	Requests int         // client requests logged
+	Status   map[int]int // status answered to the client → requests
+	// Retried counts requests the proxy sent again after a failed attempt
+	// (haproxy's retries field %rc; nginx: more than one $upstream_addr).
+	Retried  int
+	Backends map[string]Backend // per upstream "ip:port"
+}
+
+// Backend is one upstream's record in a proxy's logs.
+type Backend struct {
+	// Attempts counts requests sent or tried to it, retries included.
+	Attempts int
+	// BadGateway and Unavailable count attempts that ended 502 and 503
+	// (haproxy: the status logged; nginx: $upstream_status, which is 502
+	// for a failed attempt even when a retry answered the client).
+	BadGateway, Unavailable int
+	// Aborted counts attempts the upstream ended before the response was
+	// complete, on a connection that was established: haproxy termination
+	// state SH or SD, nginx "upstream prematurely closed connection" or
+	// "Connection reset by peer" in its error log. The keep-alive race ends
+	// here.
+	Aborted int
+	// Reset is the part of Aborted nginx reports as a reset (ECONNRESET);
+	// haproxy's log does not tell a reset from a close.
+	Reset int
+	// Refused counts connects that failed (haproxy SC; nginx "connect()
+	// failed (111: Connection refused)").
+	Refused int
+}
+
+// BadGateway sums Backend.BadGateway over all backends.
+func (c Counts) BadGateway() int {
+	n := 0
+	for _, b := range c.Backends {
+		n += b.BadGateway
+	}
+	return n
+}
+
+// Aborted sums Backend.Aborted over all backends.
+func (c Counts) Aborted() int {
+	n := 0
+	for _, b := range c.Backends {
+		n += b.Aborted
+	}
+	return n
+}
+
+func newCounts() Counts {
+	return Counts{Status: map[int]int{}, Backends: map[string]Backend{}}
+}
+
+// backend applies fn to the record of addr when it is an "ip:port".
+func (c Counts) backend(addr string, fn func(*Backend)) {
+	if _, err := netip.ParseAddrPort(addr); err != nil {
+		return // "-", <NOSRV>: no upstream was chosen
+	}
+	b := c.Backends[addr]
+	fn(&b)
+	c.Backends[addr] = b
+}
+
+// eachLine calls fn on every line of path.
+func eachLine(path string, fn func(string) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("proxy log: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if err := fn(sc.Text()); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return sc.Err()
+}

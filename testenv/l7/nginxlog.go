@@ -1,0 +1,88 @@
+package l7
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// nginxAccess matches the l7 log_format in nginx.go.
+var nginxAccess = regexp.MustCompile(`^l7req (\S+) (\d+) "([^"]*)" "([^"]*)" `)
+
+// nginxUpstream finds the upstream an error log line is about.
+var nginxUpstream = regexp.MustCompile(`upstream: "[a-z]+://([^/"]+)`)
+
+// parseNginxLogs counts the access log (one line per client request; the
+// upstreams tried and their statuses, comma-separated when nginx retried)
+// and the error log (why an upstream attempt failed).
+func parseNginxLogs(access, errorLog string) (Counts, error) {
+	c := newCounts()
+	if err := eachLine(access, func(line string) error { return countNginxAccess(&c, line) }); err != nil {
+		return c, err
+	}
+	err := eachLine(errorLog, func(line string) error { countNginxError(c, line); return nil })
+	return c, err
+}
+
+func countNginxAccess(c *Counts, line string) error {
+	m := nginxAccess.FindStringSubmatch(line)
+	if m == nil {
+		return fmt.Errorf("nginx access log line %q does not match the l7 format", line)
+	}
+	status, _ := strconv.Atoi(m[2])
+	c.Requests++
+	c.Status[status]++
+	addrs, statuses := splitList(m[3]), splitList(m[4])
+	if len(addrs) > 1 {
+		c.Retried++
+	}
+	for i, a := range addrs {
+		st := ""
+		if i < len(statuses) {
+			st = statuses[i]
+		}
+		c.backend(a, func(b *Backend) {
+			b.Attempts++
+			switch st {
+			case "502":
+				b.BadGateway++
+			case "503":
+				b.Unavailable++
+			}
+		})
+	}
+	return nil
+}
+
+// splitList splits $upstream_addr or $upstream_status at the ", " between
+// the servers tried.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		out = append(out, strings.TrimSpace(f))
+	}
+	return out
+}
+
+// countNginxError counts the [error] lines about an upstream attempt.
+func countNginxError(c Counts, line string) {
+	if !strings.Contains(line, "[error]") {
+		return
+	}
+	m := nginxUpstream.FindStringSubmatch(line)
+	if m == nil {
+		return
+	}
+	c.backend(m[1], func(b *Backend) {
+		switch {
+		case strings.Contains(line, "upstream prematurely closed connection"):
+			b.Aborted++
+		case strings.Contains(line, "(104: Connection reset by peer)"):
+			b.Aborted++
+			b.Reset++
+		case strings.Contains(line, "(111: Connection refused)"):
+			b.Refused++
+		}
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
@@ -43,6 +44,7 @@ func (n *Node) Close() error {
 		n.NS = nil
 	}
 	if n.Dir != "" {
+		errs = append(errs, removeLogLinks(n.Dir))
 		errs = append(errs, os.RemoveAll(n.Dir))
 		n.Dir = ""
 	}
@@ -69,6 +71,27 @@ func unmountUnder(dir string) error {
 	for _, p := range points {
 		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
 			errs = append(errs, fmt.Errorf("unmounting %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// containerLogLinks is where every kubelet links its containers' logs
+// (a constant in the kubelet, not configurable).
+const containerLogLinks = "/var/log/containers"
+
+// removeLogLinks removes the kubelet's links to logs under dir: a stopped
+// kubelet leaves them, and they would dangle.
+func removeLogLinks(dir string) error {
+	entries, err := os.ReadDir(containerLogLinks)
+	if err != nil {
+		return nil // no kubelet ever made it
+	}
+	var errs []error
+	for _, e := range entries {
+		p := filepath.Join(containerLogLinks, e.Name())
+		if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, dir+"/") {
+			errs = append(errs, os.Remove(p))
 		}
 	}
 	return errors.Join(errs...)

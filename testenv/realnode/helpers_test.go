@@ -50,8 +50,9 @@ func waitPod(t *testing.T, ctx context.Context, pods typedcorev1.PodInterface, n
 
 // waitTerminated watches the deleted pod until it is gone and returns the
 // last terminated state the kubelet reported for its container, and the
-// container's log as last read before the kubelet removed it.
-func waitTerminated(t *testing.T, ctx context.Context, pods typedcorev1.PodInterface, name, logPath string) (corev1.ContainerStateTerminated, string) {
+// container's log as last read before the kubelet removed it, and the
+// stopSignal the status carried then (nil: none).
+func waitTerminated(t *testing.T, ctx context.Context, pods typedcorev1.PodInterface, name, logPath string) (corev1.ContainerStateTerminated, *corev1.Signal, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
@@ -61,6 +62,7 @@ func waitTerminated(t *testing.T, ctx context.Context, pods typedcorev1.PodInter
 	}
 	defer w.Stop()
 	var last *corev1.ContainerStateTerminated
+	var stopSignal *corev1.Signal
 	var logged string
 	for ev := range w.ResultChan() {
 		if b, err := os.ReadFile(logPath); err == nil {
@@ -72,18 +74,18 @@ func waitTerminated(t *testing.T, ctx context.Context, pods typedcorev1.PodInter
 		}
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.State.Terminated != nil {
-				last = cs.State.Terminated
+				last, stopSignal = cs.State.Terminated, cs.StopSignal
 			}
 		}
 		if ev.Type == watch.Deleted {
 			if last == nil {
 				t.Fatalf("pod %s deleted without a terminated container status", name)
 			}
-			return *last, logged
+			return *last, stopSignal, logged
 		}
 	}
 	t.Fatalf("pod %s: watch ended before deletion: %v", name, ctx.Err())
-	return corev1.ContainerStateTerminated{}, ""
+	return corev1.ContainerStateTerminated{}, nil, ""
 }
 
 // get fetches url from the fabric namespace (bounded: one request).

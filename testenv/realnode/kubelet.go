@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -96,7 +97,7 @@ func (n *Node) waitReady(ctx context.Context, timeout time.Duration) error {
 	for {
 		node, err := n.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err == nil && ready(node) {
-			return nil
+			return n.setPodCIDR(ctx, node)
 		}
 		for _, p := range n.procs {
 			if p.exited() {
@@ -118,4 +119,20 @@ func ready(node *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// setPodCIDR sets the Node's spec.podCIDR, as kube-controller-manager's
+// node IPAM would (testenv's controller manager does not run it; a kubelet
+// registers without one and its own podCIDR setting only serves standalone
+// mode). The stand-in sets it at registration.
+func (n *Node) setPodCIDR(ctx context.Context, node *corev1.Node) error {
+	if node.Spec.PodCIDR == n.podCIDR {
+		return nil
+	}
+	patch := fmt.Sprintf(`{"spec":{"podCIDR":%q,"podCIDRs":[%q]}}`, n.podCIDR, n.podCIDR)
+	_, err := n.client.CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("setting node %s podCIDR: %w", n.Name, err)
+	}
+	return nil
 }

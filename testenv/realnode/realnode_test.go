@@ -54,6 +54,14 @@ func startNode(t *testing.T, ctx context.Context) (*realnode.Node, *netlab.NS) {
 		}
 	})
 	t.Logf("real node %s Ready in %s (dir %s)", n.Name, n.StartupTime, n.Dir)
+	node, err := cp.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Spec.PodCIDR != netlab.PodCIDR(nodeIndex) {
+		t.Fatalf("node podCIDR %q, want %s", node.Spec.PodCIDR, netlab.PodCIDR(nodeIndex))
+	}
+	t.Logf("kubelet %s, runtime %s", node.Status.NodeInfo.KubeletVersion, node.Status.NodeInfo.ContainerRuntimeVersion)
 	return n, fabric
 }
 
@@ -120,7 +128,8 @@ func TestPodStartsReadyAndStops(t *testing.T) {
 			if err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			term, logged := waitTerminated(t, ctx, cp.Client.CoreV1().Pods("default"), pod.Name, log)
+			term, stopSignal, logged := waitTerminated(t, ctx, cp.Client.CoreV1().Pods("default"), pod.Name, log)
+			t.Logf("%s: %s exit %d, status stopSignal %v", tc.name, term.Reason, term.ExitCode, stopSignal)
 			if term.ExitCode != tc.exitCode {
 				t.Errorf("exit code %d (%s), want %d", term.ExitCode, term.Reason, tc.exitCode)
 			}

@@ -140,6 +140,11 @@ func (n *Node) bringUp(ctx context.Context, cfg Config) error {
 	if err := n.network(cfg.Fabric); err != nil {
 		return err
 	}
+	// A run killed outright (test timeout) leaves its shims and containers
+	// in the node's cgroups: a node of the same name starts clean.
+	if err := killCgroup(n.cgroupRoot()); err != nil {
+		return fmt.Errorf("sweeping a previous node %s: %w", n.Name, err)
+	}
 	if err := makeCgroup(n.runtimeCgroup()); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package realnode_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/drainwatch/drainwatch/testenv/netlab"
@@ -147,4 +149,32 @@ func keepLogs(t *testing.T, n *realnode.Node) {
 		}
 	}
 	t.Logf("node logs kept in %s", dir)
+}
+
+// checkKillingEvent: the kubelet recorded one Normal Killing event "Stopping
+// container server" for the pod, from kubelet/<node>. It logs every event
+// reason the pod got, in order, for comparison with the stand-in's.
+func checkKillingEvent(t *testing.T, ctx context.Context, c kubernetes.Interface, pod, node string) {
+	t.Helper()
+	evs, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reasons []string
+	killing := 0
+	for _, e := range evs.Items {
+		reasons = append(reasons, fmt.Sprintf("%s(%s/%s,x%d)", e.Reason, e.Source.Component, e.Source.Host, e.Count))
+		if e.Reason == "Killing" {
+			killing++
+			if e.Type != corev1.EventTypeNormal || e.Message != "Stopping container server" ||
+				e.Source.Component != "kubelet" || e.Source.Host != node || e.InvolvedObject.FieldPath != "spec.containers{server}" {
+				t.Errorf("Killing event %s %q from %s/%s on %s", e.Type, e.Message, e.Source.Component, e.Source.Host, e.InvolvedObject.FieldPath)
+			}
+		}
+	}
+	t.Logf("events of %s: %s", pod, strings.Join(reasons, " "))
+	if killing != 1 {
+		t.Errorf("%d Killing events, want 1", killing)
+	}
 }

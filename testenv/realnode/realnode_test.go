@@ -133,6 +133,7 @@ func TestPodStartsReadyAndStops(t *testing.T) {
 			if term.ExitCode != tc.exitCode {
 				t.Errorf("exit code %d (%s), want %d", term.ExitCode, term.Reason, tc.exitCode)
 			}
+			checkKillingEvent(t, ctx, cp.Client, pod.Name, n.Name)
 			got := signalLogged(logged)
 			if got != tc.signal {
 				t.Errorf("server logged stop signal %q, want %q", got, tc.signal)

@@ -178,3 +178,44 @@ func checkKillingEvent(t *testing.T, ctx context.Context, c kubernetes.Interface
 		t.Errorf("%d Killing events, want 1", killing)
 	}
 }
+
+// keepReading re-reads the log at path every 50 ms until the returned
+// function is called, and returns the last content read: the kubelet
+// removes a deleted pod's logs.
+func keepReading(path string) func() string {
+	done := make(chan struct{})
+	last := make(chan string, 1)
+	go func() {
+		var content string
+		for {
+			if b, err := os.ReadFile(path); err == nil {
+				content = string(b)
+			}
+			select {
+			case <-done:
+				last <- content
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	return func() string { close(done); return <-last }
+}
+
+// signalTime is when the server logged its stop signal.
+func signalTime(log string) (time.Time, bool) {
+	for _, line := range strings.Split(log, "\n") {
+		parts := strings.SplitN(line, " ", 4)
+		if len(parts) < 4 {
+			continue
+		}
+		var rec struct {
+			Event string    `json:"event"`
+			Time  time.Time `json:"time"`
+		}
+		if json.Unmarshal([]byte(parts[3]), &rec) == nil && rec.Event == "signal" {
+			return rec.Time, true
+		}
+	}
+	return time.Time{}, false
+}

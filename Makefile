@@ -26,7 +26,7 @@ K8SSD            := $(CACHE)/k8ssd-$(PROM_SD_VERSION)/k8ssd
 
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 
-.PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane \
+.PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane realnode \
         vmkernel helm opconfig check-tidy test test-unit vet lab clean image bench scale fuzz
 
 help: ## Show this help.
@@ -66,6 +66,9 @@ image: ## Build the OCI image (bin/drainwatch-oci/, .tar, per-arch tarballs) wit
 controlplane: ## Build (once, cached in .cache/) etcd, the Kubernetes control plane and kube-proxy from k8s.io/kubernetes.
 	@bash testenv/scripts/build-controlplane.sh $(K8S_VERSION) $(K8S_BIN)
 
+realnode: ## Build (once, cached in .cache/) the kubelet from k8s.io/kubernetes for testenv/realnode (Debian's containerd, runc, CNI).
+	@bash testenv/scripts/build-controlplane.sh $(K8S_VERSION) $(K8S_BIN) kubelet
+
 helm: ## Build (once, cached in .cache/) the Helm CLI from helm.sh/helm/v3 for the chart's tests.
 	@bash testenv/scripts/build-gotool.sh testenv/helmbuild helm.sh/helm/v3/cmd/helm $(HELM) \
 	  "-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)"
@@ -90,7 +93,7 @@ vet:
 test-unit: ## Unit tests only (no root needed).
 	$(GO) test -count=1 -short ./...
 
-test: deps mounts controlplane helm opconfig vmkernel check-tidy check-generate vet cross ## Everything: unit, privileged (root), end to end.
+test: deps mounts controlplane realnode helm opconfig vmkernel check-tidy check-generate vet cross ## Everything: unit, privileged (root), end to end.
 	DRAINWATCH_VM_KERNELS=$(VM_KERNELS) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./...
 
 # Fuzz targets (package:function). `make test` runs their seed corpora

@@ -23,6 +23,17 @@ var built struct {
 // `go build` from the module root, so the go tool must be on PATH; the
 // build cache makes repeats fast.
 func Main(ctx context.Context, pkg, dir, name string) (string, error) {
+	return build(ctx, pkg, dir, name)
+}
+
+// Static is Main with cgo off: a binary that needs no libc, for an image
+// whose root holds nothing else (testenv/realnode's pause and workloads).
+// Use another dir or name than Main's for the same package.
+func Static(ctx context.Context, pkg, dir, name string) (string, error) {
+	return build(ctx, pkg, dir, name, "CGO_ENABLED=0")
+}
+
+func build(ctx context.Context, pkg, dir, name string, env ...string) (string, error) {
 	out := filepath.Join(dir, name)
 	built.Lock()
 	defer built.Unlock()
@@ -42,6 +53,9 @@ func Main(ctx context.Context, pkg, dir, name string) (string, error) {
 	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", tmp, pkg)
 	cmd.Dir = root
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s: %w: %s", pkg, err, msg)
 	}

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and
-# kube-proxy (one per testenv node: testenv/kubeproxy)
+# kube-proxy (one per testenv node: testenv/kubeproxy), or the names given after
+# the output dir (e.g. kubelet for `make realnode`)
 # from the k8s.io/kubernetes Go module pinned in testenv/k8sbuild, once per version.
 # Concurrent runs wait for each other (flock) instead of building twice.
 set -euo pipefail
 version=$1 out=$2
+shift 2
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy)
 cd "$(dirname "$0")/../k8sbuild"
 mkdir -p "$out"
 exec 9>"$out/.build.lock"
@@ -16,6 +20,7 @@ declare -A pkgs=(
   [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
   [kubectl]=k8s.io/kubernetes/cmd/kubectl
   [kube-proxy]=k8s.io/kubernetes/cmd/kube-proxy
+  [kubelet]=k8s.io/kubernetes/cmd/kubelet
 )
 # Stamp the release into the binaries as Kubernetes' own build does, so
 # /version and `kubectl version` say v1.37.2 instead of v0.0.0-master.
@@ -25,7 +30,7 @@ stamp=""
 for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   stamp+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 done
-for name in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy; do
+for name in "${names[@]}"; do
   if [ -x "$out/$name" ]; then continue; fi
   echo ">> building $name $version (first time only; a few minutes)..."
   start=$(date +%s)

@@ -28,6 +28,8 @@ have iptables-restore || need+=(iptables)
 # testenv/runtime runs the image under Debian's containerd (1.6) and runc.
 have containerd || need+=(containerd)
 have runc || need+=(runc)
+# testenv/realnode: the CNI bridge, host-local and loopback plugins.
+[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
 if [ ${#need[@]} -gt 0 ]; then
   echo ">> installing: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

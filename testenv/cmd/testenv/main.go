@@ -1,6 +1,6 @@
 // Command testenv runs testenv's cluster outside of tests:
 //
-//	go run ./testenv/cmd/testenv up [--nodes N] [--dir D] [--node-prefix P]  # prints KUBECONFIG=<path>, returns
+//	go run ./testenv/cmd/testenv up [--nodes N] [--real-nodes R] [--dir D] [--node-prefix P]  # prints KUBECONFIG=<path>, returns
 //	go run ./testenv/cmd/testenv status [--dir D]
 //	go run ./testenv/cmd/testenv down [--dir D]
 //
@@ -26,6 +26,7 @@ func main() {
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	nodes := fs.Int("nodes", 2, "number of nodes (up)")
+	realNodes := fs.Int("real-nodes", 0, "number of real nodes (kubelet, containerd: testenv/realnode; make realnode) besides the stand-ins (up)")
 	dir := fs.String("dir", "", "state directory (default <repo>/.cache/testenv)")
 	prefix := fs.String("node-prefix", "lab-", "nodes are named <prefix>1..N (up); down sweeps by these names")
 	_ = fs.Parse(os.Args[2:])
@@ -35,9 +36,9 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "up":
-		err = up(*dir, *nodes, *prefix)
+		err = up(*dir, *nodes, *realNodes, *prefix)
 	case "supervise":
-		err = supervise(*dir, *nodes, *prefix)
+		err = supervise(*dir, *nodes, *realNodes, *prefix)
 	case "status":
 		err = status(*dir)
 	case "down":
@@ -52,7 +53,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: testenv up [--nodes N] [--dir D] | status [--dir D] | down [--dir D]")
+	fmt.Fprintln(os.Stderr, "usage: testenv up [--nodes N] [--real-nodes R] [--dir D] | status [--dir D] | down [--dir D]")
 	os.Exit(2)
 }
 

@@ -13,7 +13,7 @@ import (
 
 // up starts the supervisor in its own session and waits for its one-line
 // report on a pipe: "KUBECONFIG=<path>" or "error: ...".
-func up(dir string, nodes int, prefix string) error {
+func up(dir string, nodes, realNodes int, prefix string) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("up needs root for network namespaces and cgroups: sudo -E go run ./testenv/cmd/testenv up")
 	}
@@ -40,7 +40,8 @@ func up(dir string, nodes int, prefix string) error {
 	if err != nil {
 		return fmt.Errorf("opening supervisor log: %w", err)
 	}
-	cmd := exec.Command(bin, "supervise", "--dir", dir, "--nodes", strconv.Itoa(nodes), "--node-prefix", prefix)
+	cmd := exec.Command(bin, "supervise", "--dir", dir, "--nodes", strconv.Itoa(nodes),
+		"--real-nodes", strconv.Itoa(realNodes), "--node-prefix", prefix)
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = logf, logf, []*os.File{w}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

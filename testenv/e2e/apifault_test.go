@@ -2,17 +2,20 @@ package e2e_test
 
 import (
 	"context"
+	"maps"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/exporter"
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
 	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
@@ -77,6 +80,7 @@ func TestAPIServerFrozen(t *testing.T) {
 	}
 	assertSeedsRefusals(t, got, res, want, probes)
 	assertOnce(t, d, got, 1)
+	checkEvents(ctx, t, c, d, pods)
 }
 
 // logMarks logs a termination's marks relative to a fault's start.
@@ -140,39 +144,47 @@ func waitDeleting(ctx context.Context, t *testing.T, c *cluster.Cluster, pods []
 // first two old pods' terminations have begun and everything the API says
 // about them has reached the daemon (deletion, Killing, endpoint not
 // ready), and stays down apiDownFor. Their preStop sleep (outagePreStop)
-// puts the stop signal, the refusals and the exit inside the outage; the
-// router, which learnt of the endpoints' removal before the outage, keeps
-// sending to them outageRouterDelay after it, past the stop signal.
+// puts the stop signal, the refusals and the exit inside the outage, with
+// seconds to spare on a loaded machine; the router, which learnt of the
+// endpoints' removal before the outage, keeps sending to them
+// outageRouterDelay after it, past the stop signal.
 const (
 	apiDownFor        = 30 * time.Second
-	outagePreStop     = 4
-	outageRouterDelay = 8 * time.Second
-	// outageLoadFor bounds the load: the rollout, the outage and the API
-	// server's stop and start take about 70 s; the test ends the load
-	// once the rollout is done.
-	outageLoadFor = 150 * time.Second
+	outagePreStop     = 15
+	outageRouterDelay = 19 * time.Second
+	// outageLoadFor bounds the load: the rollout, the outage, the API
+	// server's stop and start and the daemon's catching up take about
+	// 2 minutes; the test ends the load once the rollout is done.
+	outageLoadFor = 200 * time.Second
 )
 
 // TestAPIServerOutage rolls out a naive Deployment of 4 pods two at a time
 // behind a router and stops the API server (as an upgrade does: SIGTERM,
 // connections refused) for 30 s while the first two old pods terminate.
 // While it is down the daemon's watches fail and retry with backoff, the
-// node agent cannot report the exits nor delete the pods, and the rollout
-// stalls; the kernel side keeps counting. Once it is back, every watch
-// relists (the restarted API server's watch cache is newer than any
-// resourceVersion the daemon had), the node agent deletes the two pods,
-// and the rollout goes on with the other two.
+// node agent cannot report the exits nor delete the pods; the kernel side
+// keeps counting. Once it is back, every watch relists (the restarted API
+// server's watch cache is newer than any resourceVersion the daemon had)
+// and the node agent deletes the two pods.
+//
+// The rollout is paused over the outage and resumed once the daemon has
+// caught up (both terminations complete, its slice watch relisted): its
+// watches resume on client-go's backoff, up to a minute after the API
+// server is back, and a termination that begins before they do is seen
+// late from the API side (then partial, accept_history_overflow, when its
+// accepts outran the log; the refusals stay exact). That case is not this
+// test's: here every expectation is exact.
 //
 // Expected, exactly: 4 terminations, each complete and exact (none
 // partial: the API side of the first two was seen whole before the outage,
 // and the API side cannot change while it is down), refusals equal to the
 // router's per pod; drainwatch_terminations_total 4 (the relists count
-// nothing twice); the daemon stays healthy throughout (the outage is far
-// below daemon.APIFailingFor).
+// nothing twice); every Warning Event posted once, none dropped; the
+// daemon healthy throughout (the outage is far below daemon.APIFailingFor).
 func TestAPIServerOutage(t *testing.T) {
 	c, ds := startCluster(t, "e2o-", 1)
 	cp, d := cptest.Get(t), ds[0]
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	ns := unique("e2e-apioutage")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeNaive, 4)
@@ -194,24 +206,33 @@ func TestAPIServerOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := waitDeleting(ctx, t, c, old, 2)
+	if _, err := c.Kubectl(ctx, "-n", ns, "rollout", "pause", "deployment/web"); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range first {
 		waitAPISideSeen(ctx, t, d, p, true)
 	}
-	stopping := time.Now()
+	// kube-apiserver stops listening within milliseconds of SIGTERM (its
+	// log: "Stopped listening"), then ends its requests before it exits.
+	down := time.Now()
 	if err := cp.StopAPIServer(); err != nil {
 		t.Fatal(err)
 	}
-	down := time.Now()
-	healthy := watchHealthy(ctx, d, apiDownFor)
-	up := time.Now()
+	exited := time.Now()
+	healthy := watchHealthy(ctx, d, apiDownFor-exited.Sub(down))
+	up, slicesAtUp := time.Now(), d.KubeStats().SliceEvents
 	if err := cp.StartAPIServer(ctx); err != nil {
 		t.Fatal(err)
 	}
 	ready := time.Now()
-	t.Logf("API server stopping %v, down at 0, started again at %v, ready at %v; daemon healthy throughout: %v; watch stats %+v",
-		stopping.Sub(down), up.Sub(down), ready.Sub(down), healthy, d.KubeStats())
+	t.Logf("API server SIGTERM at 0, exited at %v, started again at %v, ready at %v; daemon healthy throughout: %v; watch stats %+v",
+		exited.Sub(down), up.Sub(down), ready.Sub(down), healthy, d.KubeStats())
 	if !healthy {
 		t.Errorf("/healthz failed during a %v API-server outage", apiDownFor)
+	}
+	waitCaughtUp(ctx, t, d, first, slicesAtUp)
+	if _, err := c.Kubectl(ctx, "-n", ns, "rollout", "resume", "deployment/web"); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := c.WaitRolledOut(ctx, ns, "web"); err != nil {
 		t.Fatal(err)
@@ -223,12 +244,31 @@ func TestAPIServerOutage(t *testing.T) {
 		got := waitComplete(ctx, t, d, string(p.UID))
 		logTimeline(t, d, r, p, down, up)
 		logMarks(t, got.Marks, down)
+		// up, not ready: the API server answers nothing before it listens.
 		if got.Marks.StopSignal.Before(down) || got.Marks.Exit.After(up) {
 			t.Errorf("%s: stop signal %v, exit %v, not within the outage: the scenario proves nothing",
 				p.Name, got.Marks.StopSignal.Sub(down), got.Marks.Exit.Sub(down))
 		}
 	}
 	checkRollout(ctx, t, d, r, old, reqs, nil)
+	checkEvents(ctx, t, c, d, old)
+}
+
+// waitCaughtUp waits until the daemon's watches are back after an outage:
+// the pods deleted meanwhile have completed terminations (the pod watch
+// delivered their deletion) and slice events arrived past slicesBefore
+// (the slice watch relisted).
+func waitCaughtUp(ctx context.Context, t *testing.T, d *nodeDaemon, pods []*corev1Pod, slicesBefore uint64) {
+	t.Helper()
+	for _, p := range pods {
+		waitComplete(ctx, t, d, string(p.UID))
+	}
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		return d.KubeStats().SliceEvents > slicesBefore, nil
+	})
+	if err != nil {
+		t.Fatalf("the daemon's slice watch never came back: %v", err)
+	}
 }
 
 // waitAPISideSeen waits until the daemon has the API-side marks of a
@@ -259,4 +299,58 @@ func watchHealthy(ctx context.Context, nd *nodeDaemon, d time.Duration) bool {
 		time.Sleep(500 * time.Millisecond)
 	}
 	return ok
+}
+
+// checkEvents checks that every Warning Event drainwatch owed the pods
+// (one per diagnosis other than clean) was posted, none twice, and that
+// drainwatch_events_dropped_total stayed 0: the faults were shorter than
+// the Events' retry bound.
+func checkEvents(ctx context.Context, t *testing.T, c *cluster.Cluster, d *nodeDaemon, pods []corev1Pod) {
+	t.Helper()
+	want := map[types.UID]int{}
+	for i := range pods {
+		got, _ := d.Get(string(pods[i].UID))
+		for _, code := range codes(got) {
+			if exporter.EventReason(code) != "" {
+				want[pods[i].UID]++
+			}
+		}
+	}
+	posted := map[types.UID]int{}
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		list, err := c.Client.CoreV1().Events(pods[0].Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		clear(posted)
+		for _, ev := range list.Items {
+			if ev.Source.Component == exporter.EventComponent && ev.InvolvedObject.Kind == "Pod" {
+				posted[ev.InvolvedObject.UID] += int(max(ev.Count, 1))
+			}
+		}
+		return maps.Equal(posted, want), nil
+	})
+	if err != nil {
+		t.Errorf("drainwatch's Events per pod %v, want %v: %v", posted, want, err)
+	}
+	if n := droppedEvents(d); n != 0 {
+		t.Errorf("drainwatch_events_dropped_total = %v, want 0", n)
+	}
+}
+
+// droppedEvents sums drainwatch_events_dropped_total over its reasons.
+func droppedEvents(d *nodeDaemon) float64 {
+	mfs, err := d.Metrics().Registry().Gather()
+	if err != nil {
+		return -1
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() == "drainwatch_events_dropped_total" {
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
 }

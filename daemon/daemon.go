@@ -180,6 +180,9 @@ func (d *Daemon) startKube(ctx context.Context, rest *rest.Config, errc chan<- e
 		}
 		d.events = exporter.NewEventReporter(client, d.log.With().Str("component", "events").Logger(),
 			exporter.EventOptions{Node: d.cfg.NodeName})
+		if err := d.metrics.Registry().Register(d.events.Dropped()); err != nil {
+			return fmt.Errorf("registering drainwatch_events_dropped_total: %w", err)
+		}
 	}
 	go func() { errc <- kube.Run(ctx) }()
 	return nil

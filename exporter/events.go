@@ -1,10 +1,14 @@
 package exporter
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,6 +56,9 @@ type EventOptions struct {
 	// Correlator rate-limits and aggregates Events; zero values take
 	// client-go's defaults (a burst of 25 per object, then one per 5 min).
 	Correlator record.CorrelatorOptions
+	// RetryEvery spaces the tries of an Event the API server could not be
+	// reached for; 10 s when zero (tests shorten it).
+	RetryEvery time.Duration
 }
 
 // EventReporter posts a Warning Event on the pod and on its workload for each
@@ -65,9 +72,10 @@ type EventReporter struct {
 	recorder    record.EventRecorder
 	log         zerolog.Logger
 
-	queue chan correlate.Termination
-	stop  context.CancelFunc
-	done  chan struct{}
+	queue   chan correlate.Termination
+	dropped *prometheus.CounterVec
+	stop    context.CancelFunc
+	done    chan struct{}
 
 	mu       sync.Mutex
 	reported map[string]bool // pod UIDs, so a replayed termination is reported once
@@ -81,11 +89,13 @@ const reportQueue = 256
 // NewEventReporter starts the broadcaster and the goroutine that records
 // reported terminations; call Shutdown to stop both.
 func NewEventReporter(client kubernetes.Interface, log zerolog.Logger, opts EventOptions) *EventReporter {
-	b := record.NewBroadcaster(record.WithCorrelatorOptions(opts.Correlator))
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	b := record.NewBroadcaster(record.WithCorrelatorOptions(opts.Correlator),
+		record.WithSleepDuration(cmp.Or(opts.RetryEvery, eventRetryEvery)))
+	dropped := newDroppedEvents()
+	b.StartRecordingToSink(newCountingSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}, dropped))
 	ctx, stop := context.WithCancel(context.Background())
 	r := &EventReporter{
-		client: client, broadcaster: b, log: log,
+		client: client, broadcaster: b, log: log, dropped: dropped,
 		recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent, Host: opts.Node}),
 		queue:    make(chan correlate.Termination, reportQueue), stop: stop, done: make(chan struct{}),
 		reported: map[string]bool{}, uids: map[workloadKey]types.UID{},
@@ -123,8 +133,24 @@ func (r *EventReporter) Report(t correlate.Termination) bool {
 		return true
 	default:
 		r.log.Warn().Str("pod", t.Pod).Msg("Event queue full: no Event for this termination")
+		r.dropped.WithLabelValues(DropQueueFull).Add(float64(podEvents(t)))
 		return false
 	}
+}
+
+// Dropped is drainwatch_events_dropped_total, for the daemon's registry.
+func (r *EventReporter) Dropped() prometheus.Collector { return r.dropped }
+
+// podEvents is how many Events a termination's pod gets: one per non-clean
+// diagnosis.
+func podEvents(t correlate.Termination) int {
+	n := 0
+	for _, d := range t.Diagnoses {
+		if EventReason(d.Code) != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // Record records the Events of a completed termination and returns how
@@ -135,8 +161,13 @@ func (r *EventReporter) Record(ctx context.Context, t correlate.Termination) int
 	}
 	pod := podRef(t)
 	workload, err := r.workloadRef(ctx, t)
-	if err != nil {
-		r.log.Debug().Err(err).Str("pod", t.Pod).Msg("no workload Event: the workload is unknown")
+	switch {
+	case errors.Is(err, errNoWorkload):
+	case err != nil:
+		// The API server unreachable (an outage) or the workload gone:
+		// the workload's Events cannot be addressed, the pod's still are.
+		r.log.Warn().Err(err).Str("pod", t.Pod).Msg("no workload Event: its UID could not be looked up")
+		r.dropped.WithLabelValues(DropWorkloadUnknown).Add(float64(podEvents(t)))
 	}
 	n := 0
 	for _, d := range t.Diagnoses {

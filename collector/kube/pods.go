@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/drainwatch/drainwatch/collector"
@@ -34,9 +33,7 @@ func newPodWatch(k *Kube) *podWatch { return &podWatch{k: k} }
 // start runs the informer and waits for its first list.
 func (w *podWatch) start(ctx context.Context) error {
 	selector := fields.OneTermEqualSelector("spec.nodeName", w.k.cfg.NodeName).String()
-	factory := informers.NewSharedInformerFactoryWithOptions(w.k.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = selector }))
-	inf := factory.Core().V1().Pods().Informer()
+	inf := w.newPodInformer(func(o *metav1.ListOptions) { o.FieldSelector = selector })
 	if err := inf.SetTransform(shrinkPodObject); err != nil {
 		return fmt.Errorf("setting pod transform: %w", err)
 	}
@@ -49,7 +46,7 @@ func (w *podWatch) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("adding pod handler: %w", err)
 	}
-	factory.Start(ctx.Done())
+	go inf.Run(ctx.Done())
 	// The registration is synced once the first list has been handed to
 	// the sink: Synced then means "every pod of the node was sent".
 	if !cache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {

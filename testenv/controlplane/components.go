@@ -54,7 +54,7 @@ func (cp *ControlPlane) startAPIServer(c *credentials, etcdURL string) error {
 		return err
 	}
 	cp.URL = "https://127.0.0.1:" + strconv.Itoa(port)
-	return cp.run("kube-apiserver",
+	cp.apiArgs = []string{
 		"--etcd-servers", etcdURL, "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(port), "--cert-dir", filepath.Join(cp.Dir, "apiserver-certs"),
 		"--tls-cert-file", c.ServingCert, "--tls-private-key-file", c.ServingKey,
@@ -70,7 +70,8 @@ func (cp *ControlPlane) startAPIServer(c *credentials, etcdURL string) error {
 		// honours it like containerd, so the API server keeps the field
 		// unless Config.DisableContainerStopSignals turns the gate off.
 		"--feature-gates", cp.gates,
-		"--watch-cache=true", "--profiling=false")
+		"--watch-cache=true", "--profiling=false"}
+	return cp.run(apiServer, cp.apiArgs...)
 }
 
 func (cp *ControlPlane) startControllers(c *credentials) error {

@@ -63,6 +63,9 @@ type ControlPlane struct {
 	gates string     // kube-apiserver --feature-gates
 	authz string     // kube-apiserver --authorization-mode
 	procs []*process // in start order
+	// apiArgs are kube-apiserver's flags, kept so that StartAPIServer
+	// starts it again exactly as Start did (same port, etcd, certificates).
+	apiArgs []string
 }
 
 // Start runs etcd, the API server, the controller manager and the scheduler,

@@ -137,9 +137,14 @@ func restartUnderLoad(ctx context.Context, t *testing.T, c *cluster.Cluster, ns 
 // with its listener closed, refusing what the router still sends), a 400 ms
 // /slow every 50 ms, for 30 s; the channel delivers both loads' records.
 func startLoad(ctx context.Context, c *cluster.Cluster, r *router.Router) <-chan []client.Request {
+	return startLoadFor(ctx, c, r.Addr(), 30*time.Second)
+}
+
+// startLoadFor is startLoad's load to target for d, or until ctx ends.
+func startLoadFor(ctx context.Context, c *cluster.Cluster, target string, d time.Duration) <-chan []client.Request {
 	loads := []client.Load{
-		{Dial: c.Dial, Target: r.Addr(), Path: "/work", Interval: 10 * time.Millisecond, Count: 3000, Duration: 30 * time.Second},
-		{Dial: c.Dial, Target: r.Addr(), Path: "/slow?ms=400", Interval: 50 * time.Millisecond, Count: 600, Duration: 30 * time.Second},
+		{Dial: c.Dial, Target: target, Path: "/work", Interval: 10 * time.Millisecond, Count: int(d / (10 * time.Millisecond)), Duration: d},
+		{Dial: c.Dial, Target: target, Path: "/slow?ms=400", Interval: 50 * time.Millisecond, Count: int(d / (50 * time.Millisecond)), Duration: d},
 	}
 	done := make(chan []client.Request, len(loads))
 	for _, l := range loads {

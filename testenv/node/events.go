@@ -2,12 +2,14 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -110,7 +112,7 @@ func (s *eventSink) write(ctx context.Context, ev *corev1.Event) {
 		}
 		delete(s.seen, key) // expired or deleted: write it anew
 	}
-	created, err := s.client.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	created, err := s.create(ctx, ev)
 	if err != nil {
 		s.log.Warn().Err(err).Str("reason", ev.Reason).Str("pod", ev.InvolvedObject.Name).Msg("recording event")
 		return
@@ -120,4 +122,27 @@ func (s *eventSink) write(ctx context.Context, ev *corev1.Event) {
 	}
 	s.seen[key] = created
 	s.log.Debug().Str("reason", ev.Reason).Str("pod", ev.InvolvedObject.Name).Str("message", ev.Message).Msg("event")
+}
+
+// Like the kubelet's recorder (client-go's broadcaster), an Event the API
+// server could not be reached for is tried again, up to eventTries times
+// eventRetryEvery apart; one it rejected is not.
+const (
+	eventTries      = 12
+	eventRetryEvery = 10 * time.Second
+)
+
+func (s *eventSink) create(ctx context.Context, ev *corev1.Event) (*corev1.Event, error) {
+	for try := 1; ; try++ {
+		created, err := s.client.CoreV1().Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+		var status apierrors.APIStatus
+		if err == nil || errors.As(err, &status) || try == eventTries || ctx.Err() != nil {
+			return created, err
+		}
+		s.log.Warn().Err(err).Str("reason", ev.Reason).Int("try", try).Msg("recording event; retrying")
+		select {
+		case <-ctx.Done():
+		case <-time.After(eventRetryEvery):
+		}
+	}
 }

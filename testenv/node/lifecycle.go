@@ -176,7 +176,9 @@ func (w *podWorker) onProbe(ctx context.Context, r probeResult) {
 }
 
 func (w *podWorker) push(ctx context.Context) {
-	if err := w.pushStatus(ctx); err != nil && ctx.Err() == nil {
+	err := w.pushStatus(ctx)
+	w.statusStale = err != nil
+	if err != nil && ctx.Err() == nil {
 		w.log.Warn().Err(err).Msg("pod status")
 	}
 }

@@ -103,21 +103,37 @@ func (w *podWorker) drainExits() {
 }
 
 // deleteFromAPI removes the pod with grace 0, only if it is still this pod
-// (UID precondition), retrying briefly on API errors.
+// (UID precondition), retrying on API errors as the kubelet's status
+// manager does on each sync: an API server restarting or unreachable for
+// a minute must not leave the pod Terminating for ever. Retries back off
+// from 200 ms to 5 s and end after deleteRetryFor.
 func (w *podWorker) deleteFromAPI(ctx context.Context) {
 	zero := int64(0)
 	opts := metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &w.pod.UID}}
 	pods := w.a.cfg.Client.CoreV1().Pods(w.pod.Namespace)
-	for attempt := 0; attempt < 5; attempt++ {
+	delay, giveUp := 200*time.Millisecond, time.Now().Add(deleteRetryFor)
+	for attempt := 0; ; attempt++ {
 		err := pods.Delete(ctx, w.pod.Name, opts)
 		if err == nil || apierrors.IsNotFound(err) || apierrors.IsConflict(err) || ctx.Err() != nil {
 			w.log.Info().Msg("pod deleted")
 			return
 		}
+		if time.Now().After(giveUp) {
+			w.log.Error().Err(err).Int("attempt", attempt).Msg("deleting pod: giving up")
+			return
+		}
 		w.log.Warn().Err(err).Int("attempt", attempt).Msg("deleting pod")
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
 	}
 }
+
+// deleteRetryFor bounds deleteFromAPI's retries: past an API-server
+// outage of a few minutes.
+const deleteRetryFor = 3 * time.Minute
 
 // deleteOrphan deletes a pod seen only while terminating: nothing of it
 // runs here (the agent restarted, or the pod never started).

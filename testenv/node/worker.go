@@ -24,6 +24,10 @@ type podWorker struct {
 	conditions  map[corev1.PodConditionType]corev1.PodCondition
 	startTime   metav1.Time
 	terminating bool
+	// statusStale: the last status write failed; the run loop writes the
+	// status again every statusResync, as the kubelet's status manager
+	// does, so an API-server outage does not leave a stale status for ever.
+	statusStale bool
 
 	updates  chan *corev1.Pod // latest pod, capacity 1
 	gone     chan struct{}    // closed when the pod left the API
@@ -99,8 +103,14 @@ func (w *podWorker) run(ctx context.Context) {
 	w.probeCtx, w.stopProbes = context.WithCancel(ctx)
 	defer w.stopProbes()
 	w.start(ctx)
+	resync := time.NewTicker(statusResync)
+	defer resync.Stop()
 	for {
 		select {
+		case <-resync.C:
+			if w.statusStale {
+				w.push(ctx)
+			}
 		case p := <-w.updates:
 			w.setPod(p)
 			if p.DeletionTimestamp != nil {
@@ -134,6 +144,9 @@ func restartable(pod *corev1.Pod, code int32) bool {
 	}
 	return true
 }
+
+// statusResync is how often a worker writes a status it failed to write.
+const statusResync = 2 * time.Second
 
 // backoff is the kubelet's crash-loop delay before restart number n (n ≥ 1):
 // 10 s doubling up to 5 min; the first restart after a clean run is quick.

@@ -60,7 +60,7 @@ func takeSample(d *lab.Daemon, stateDir, pinDir string) Sample {
 	} else {
 		note(err)
 	}
-	s.Maps, err = mapEntries(pinDir)
+	s.Maps, err = MapEntries(pinDir)
 	note(err)
 	if len(errs) > 0 {
 		s.Err = " errors: " + strings.Join(errs, "; ")
@@ -115,9 +115,11 @@ func goroutines(url string) (int, error) {
 // buffer have a fixed size.
 var hashTypes = []ebpf.MapType{ebpf.Hash, ebpf.LRUHash, ebpf.PerCPUHash, ebpf.LRUCPUHash}
 
-// mapEntries counts the keys of each hash map pinned under dir
-// (<dir>/<program set>/map_<name>).
-func mapEntries(dir string) (map[string]int, error) {
+// MapEntries counts the keys of each hash map pinned under dir
+// (<dir>/<program set>/map_<name>), by map name. A key deleted while it
+// is counted may restart the kernel's iteration: the count is bounded by
+// the map's size, not exact under churn.
+func MapEntries(dir string) (map[string]int, error) {
 	out := map[string]int{}
 	return out, mapEntriesInto(dir, out)
 }

@@ -31,7 +31,12 @@ func (s *soak) run(ctx context.Context) error {
 	return nil
 }
 
+// settleFor bounds the wait for the goroutines a round leaves behind
+// (the Events of its terminations, posted at client-go's 5 QPS).
+const settleFor = 30 * time.Second
+
 func (s *soak) sample(start time.Time) {
+	s.settle()
 	sm := takeSample(s.daemon, s.state, s.pinDir)
 	sm.Elapsed, sm.Terminations = time.Since(start), s.terminations
 	s.report.Samples = append(s.report.Samples, sm)
@@ -47,5 +52,19 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 		return false
 	case <-timer.C:
 		return true
+	}
+}
+
+// settle waits, up to settleFor, until the daemon's goroutines are back
+// within their bound over the first sample; a leak does not settle.
+func (s *soak) settle() {
+	if len(s.report.Samples) == 0 {
+		return
+	}
+	limit := s.report.Samples[0].Goroutines + goroutineSlack
+	for deadline := time.Now().Add(settleFor); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if n, err := goroutines(s.daemon.URL); err != nil || n <= limit {
+			return
+		}
 	}
 }

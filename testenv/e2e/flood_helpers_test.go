@@ -142,3 +142,24 @@ func logMaps(t *testing.T, pinDir string) {
 	}
 	t.Logf("pinned hash maps after the flood, entries: %v", m)
 }
+
+// pinnedLost sums the pinned per-CPU ring-buffer reserve failures: the
+// kernel's share of drainwatch_kernel_events_lost_total (the rest were
+// dropped at the correlator's queue).
+func pinnedLost(t *testing.T, pinDir string) uint64 {
+	t.Helper()
+	paths, _ := filepath.Glob(filepath.Join(pinDir, "*", "map_lost"))
+	if len(paths) != 1 {
+		t.Fatalf("pinned lost counters under %s: %v, want one", pinDir, paths)
+	}
+	m, err := ebpf.LoadPinnedMap(paths[0], &ebpf.LoadPinOptions{ReadOnly: true})
+	must(t, err)
+	defer m.Close()
+	var perCPU []uint64
+	must(t, m.Lookup(uint32(0), &perCPU))
+	var n uint64
+	for _, v := range perCPU {
+		n += v
+	}
+	return n
+}

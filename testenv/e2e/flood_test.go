@@ -73,7 +73,7 @@ func TestFloodLeavesNeighboursExact(t *testing.T) {
 	c, d, pinDir := startFloodNode(ctx, t)
 	flooded, victim := floodPods(ctx, t, c)
 	waitScopesWatched(ctx, t, c, pinDir, flooded, victim)
-	before := readFloodMetrics(ctx, t, d.URL)
+	before, kernelLost := readFloodMetrics(ctx, t, d.URL), pinnedLost(t, pinDir)
 	fr, term, reqs := floodWhileTerminating(ctx, t, c, d, flooded, victim)
 	got := waitCompleteAPI(ctx, t, d, victim)
 	probes, err := c.ProbeRefusals(victim, term.Killing)
@@ -82,6 +82,11 @@ func TestFloodLeavesNeighboursExact(t *testing.T) {
 	made := fr.refused + want + probes
 	after := waitFloodAccounted(ctx, t, d.URL, before, made)
 	lost := after.lost - before.lost
+	if k := pinnedLost(t, pinDir) - kernelLost; float64(k) > lost {
+		t.Errorf("the kernel failed %d ring-buffer reserves, drainwatch_kernel_events_lost_total rose by %v", k, lost)
+	} else {
+		t.Logf("lost in the kernel (ring buffer full) %d, at the correlator's queue %v", k, lost-float64(k))
+	}
 	checkEventsAccounted(t, after.refused-before.refused, lost, made)
 	checkVictim(t, got, want, probes, lost)
 	if n := after.untracked - before.untracked; n != 0 {

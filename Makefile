@@ -27,7 +27,7 @@ K8SSD            := $(CACHE)/k8ssd-$(PROM_SD_VERSION)/k8ssd
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 
 .PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane realnode \
-        vmkernel helm opconfig check-tidy test test-unit vet lab clean image bench scale fuzz
+        vmkernel helm opconfig check-tidy test test-unit vet lab clean image bench scale fuzz soak
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
@@ -119,6 +119,12 @@ SCALE_FLAGS ?=
 
 scale: controlplane ## What drainwatch's kube side costs the API server: 200 hollow nodes, a 2,000-pod rollout, scoped vs naive (not in make test; SCALE_FLAGS="--nodes 20 --pods 200").
 	$(GO) run ./testenv/cmd/scale $(SCALE_FLAGS)
+
+SOAK_DURATION ?= 1h
+SOAK_FLAGS    ?=
+
+soak: deps mounts controlplane build ## An hour of churn on one node (not in make test; root): 50 pods, a rollout a minute, every termination exact, RSS/goroutines/fds/bbolt/maps sampled (SOAK_DURATION=5m).
+	$(GO) run ./testenv/cmd/soak --duration $(SOAK_DURATION) --drainwatch $(BIN)/drainwatch $(SOAK_FLAGS)
 
 clean:
 	rm -rf $(BIN)

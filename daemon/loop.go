@@ -125,6 +125,7 @@ func (d *Daemon) accountLost(now time.Time) {
 		d.counters.lost = lost
 	}
 	if st.Untracked > d.counters.untracked {
+		d.metrics.AddConnectionsUntracked(st.Untracked - d.counters.untracked)
 		d.corr.KernelGap("conn_tracking_full", d.counters.lastTick, now)
 		d.log.Warn().Uint64("untracked", st.Untracked-d.counters.untracked).
 			Msg("the kernel's connection map is full: connections accepted now are not tracked, overlapping terminations are partial")

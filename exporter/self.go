@@ -16,6 +16,7 @@ type selfMetrics struct {
 	kernelEvents  *prometheus.CounterVec
 	unattributed  *prometheus.CounterVec
 	lost          prometheus.Counter
+	untracked     prometheus.Counter
 	buildInfo     *prometheus.GaugeVec
 	// Per-type counters resolved once, so counting an event on the reader's
 	// hot path is an array index and an atomic add, no allocation.
@@ -34,6 +35,8 @@ func newSelfMetrics() *selfMetrics {
 			Help: "Kernel events in a watched scope that could not be attributed to a pod, by type."}, []string{"type"}),
 		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainwatch_kernel_events_lost_total",
 			Help: "Kernel events dropped (ring buffer full in BPF, or the correlator's queue full)."}),
+		untracked: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainwatch_kernel_connections_untracked_total",
+			Help: "Accepted connections the kernel could not track because its connection map was full (overlapping terminations are partial with conn_tracking_full)."}),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drainwatch_build_info",
 			Help: "Always 1; the labels carry drainwatch's version and the Go version it was built with."}, []string{"version", "goversion"}),
 	}
@@ -50,7 +53,7 @@ func newSelfMetrics() *selfMetrics {
 }
 
 func (s *selfMetrics) register(r *prometheus.Registry) {
-	r.MustRegister(s.probeAttached, s.kernelEvents, s.unattributed, s.lost, s.buildInfo,
+	r.MustRegister(s.probeAttached, s.kernelEvents, s.unattributed, s.lost, s.untracked, s.buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
@@ -89,4 +92,10 @@ func (m *Metrics) CountUnattributed(t collector.EventType) {
 // from the per-CPU counter, or drops at the correlator's queue).
 func (m *Metrics) AddKernelEventsLost(n uint64) {
 	m.self.lost.Add(float64(n))
+}
+
+// AddConnectionsUntracked adds n accepted connections the kernel could not
+// track (its connection map was full: the map's overflow counter).
+func (m *Metrics) AddConnectionsUntracked(n uint64) {
+	m.self.untracked.Add(float64(n))
 }

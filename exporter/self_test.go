@@ -24,6 +24,7 @@ func TestSelfMetrics(t *testing.T) {
 	m.CountKernelEvent(collector.EventUnknown) // not a label value: ignored
 	m.CountUnattributed(collector.EventReset)
 	m.AddKernelEventsLost(7)
+	m.AddConnectionsUntracked(2)
 	want := fmt.Sprintf(`
 # HELP drainwatch_build_info Always 1; the labels carry drainwatch's version and the Go version it was built with.
 # TYPE drainwatch_build_info gauge
@@ -31,6 +32,9 @@ drainwatch_build_info{goversion=%q,version="dev"} 1
 # HELP drainwatch_kernel_events_lost_total Kernel events dropped (ring buffer full in BPF, or the correlator's queue full).
 # TYPE drainwatch_kernel_events_lost_total counter
 drainwatch_kernel_events_lost_total 7
+# HELP drainwatch_kernel_connections_untracked_total Accepted connections the kernel could not track because its connection map was full (overlapping terminations are partial with conn_tracking_full).
+# TYPE drainwatch_kernel_connections_untracked_total counter
+drainwatch_kernel_connections_untracked_total 2
 # HELP drainwatch_probe_attached 1 when the BPF probe feeds events, 0 when it is unavailable on this kernel; state says how: attached, fallback (a weaker source) or unavailable.
 # TYPE drainwatch_probe_attached gauge
 drainwatch_probe_attached{probe="refused",state="fallback"} 1
@@ -38,7 +42,7 @@ drainwatch_probe_attached{probe="sock_recv",state="unavailable"} 0
 drainwatch_probe_attached{probe="sock_state",state="attached"} 1
 `, runtime.Version())
 	err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
-		"drainwatch_build_info", "drainwatch_kernel_events_lost_total", "drainwatch_probe_attached")
+		"drainwatch_build_info", "drainwatch_kernel_events_lost_total", "drainwatch_kernel_connections_untracked_total", "drainwatch_probe_attached")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"time"
 	"unsafe"
@@ -17,16 +18,31 @@ const rawEventSize = int(unsafe.Sizeof(rawEvent{}))
 var errShortRecord = errors.New("ring buffer record shorter than struct event")
 
 // wallClock converts bpf_ktime_get_ns (CLOCK_MONOTONIC) to wall-clock time
-// with one offset measured at start, so every event converts the same way.
+// with one offset measured at start, so every event converts the same way:
+// a step of the realtime clock afterwards (NTP, `date -s`) shifts no mark
+// and reorders none.
 type wallClock struct{ offsetNs int64 }
 
-func newWallClock() (wallClock, error) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return wallClock{}, err
+func newWallClock() (wallClock, error) { return measureWallClock(monotonicNs, realtimeNs) }
+
+// measureWallClock takes the offset between the two clocks once; the
+// clocks are parameters so that a test can step a fake realtime clock
+// (stepping the machine's would disturb every other process on it).
+func measureWallClock(mono func() (int64, error), realtime func() int64) (wallClock, error) {
+	m, err := mono()
+	if err != nil {
+		return wallClock{}, fmt.Errorf("reading CLOCK_MONOTONIC: %w", err)
 	}
-	return wallClock{offsetNs: time.Now().UnixNano() - ts.Nano()}, nil
+	return wallClock{offsetNs: realtime() - m}, nil
 }
+
+func monotonicNs() (int64, error) {
+	var ts unix.Timespec
+	err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano(), err
+}
+
+func realtimeNs() int64 { return time.Now().UnixNano() }
 
 func (c wallClock) wall(monoNs uint64) time.Time {
 	return time.Unix(0, int64(monoNs)+c.offsetNs)

@@ -13,6 +13,10 @@ type RouterConfig struct {
 	Namespace, Service, PortName string
 	Delay                        time.Duration
 	KeepAlive                    bool // pool backend connections (see router.Config.KeepAlive)
+	// DialTimeout bounds a backend dial (router.Config's 1 s when zero). On
+	// a loaded machine a refusal can come back later than 1 s: the router
+	// would record a timeout where the kernel saw a refusal.
+	DialTimeout time.Duration
 }
 
 // StartRouter starts a router inside the fabric: it listens on the fabric's
@@ -24,7 +28,7 @@ func (c *Cluster) StartRouter(ctx context.Context, cfg RouterConfig) (*router.Ro
 		return nil, fmt.Errorf("router listener in the fabric: %w", err)
 	}
 	r, err := router.Start(ctx, router.Config{Client: c.Client, Namespace: cfg.Namespace, Service: cfg.Service,
-		PortName: cfg.PortName, Delay: cfg.Delay, KeepAlive: cfg.KeepAlive, Listener: ln, Dial: c.Fabric.Dial, Log: c.log})
+		PortName: cfg.PortName, Delay: cfg.Delay, KeepAlive: cfg.KeepAlive, DialTimeout: cfg.DialTimeout, Listener: ln, Dial: c.Fabric.Dial, Log: c.log})
 	if err != nil {
 		ln.Close()
 		return nil, err

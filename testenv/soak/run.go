@@ -1,0 +1,70 @@
+package soak
+
+import (
+	"context"
+	"time"
+
+	"github.com/drainwatch/drainwatch/daemon"
+)
+
+// pinDirOf is where a daemon started by lab.StartDaemon (pinned, default
+// pin path) pins the node's maps.
+func pinDirOf(node string) string { return daemon.NodePinPath(daemon.DefaultPinPath, node) }
+
+// run starts a rollout every Every until Duration has passed (a round that
+// overruns delays the next one, never overlaps it). The daemon is sampled
+// before the first round and after each: every sample is taken in the same
+// phase (the round's terminations complete, the next rollout not begun),
+// so that samples compare; with rounds on time that is once per Every.
+func (s *soak) run(ctx context.Context) error {
+	start := time.Now()
+	s.sample(start)
+	for i := 0; time.Since(start) < s.cfg.Duration; i++ {
+		if !sleepUntil(ctx, start.Add(time.Duration(i)*s.cfg.Every)) {
+			return ctx.Err()
+		}
+		if err := s.round(ctx, i); err != nil {
+			return err
+		}
+		s.sample(start)
+	}
+	return nil
+}
+
+// settleFor bounds the wait for the goroutines a round leaves behind
+// (the Events of its terminations, posted at client-go's 5 QPS).
+const settleFor = 30 * time.Second
+
+func (s *soak) sample(start time.Time) {
+	s.settle()
+	sm := takeSample(s.daemon, s.state, s.pinDir)
+	sm.Elapsed, sm.Terminations = time.Since(start), s.terminations
+	s.report.Samples = append(s.report.Samples, sm)
+	s.cfg.Progress.Step("sample: %s", sm)
+}
+
+// sleepUntil waits until t; false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
+	}
+}
+
+// settle waits, up to settleFor, until the daemon's goroutines are back
+// within their bound over the first sample; a leak does not settle.
+func (s *soak) settle() {
+	if len(s.report.Samples) == 0 {
+		return
+	}
+	limit := s.report.Samples[0].Goroutines + goroutineSlack
+	for deadline := time.Now().Add(settleFor); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if n, err := goroutines(s.daemon.URL); err != nil || n <= limit {
+			return
+		}
+	}
+}

@@ -21,16 +21,22 @@ func servePprof(ctx context.Context, addr string, log zerolog.Logger) {
 		log.Error().Err(err).Str("addr", addr).Msg("--pprof-addr: not serving profiles")
 		return
 	}
+	log.Info().Str("addr", l.Addr().String()).Msg("serving Go profiles at /debug/pprof/")
+	go func() {
+		if err := exporter.ServeUntil(ctx, pprofHandler(), l); err != nil {
+			log.Error().Err(err).Msg("serving Go profiles")
+		}
+	}()
+}
+
+// pprofHandler serves net/http/pprof's pages (its own mux: the package
+// registers on http.DefaultServeMux, which nothing here serves).
+func pprofHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	log.Info().Str("addr", l.Addr().String()).Msg("serving Go profiles at /debug/pprof/")
-	go func() {
-		if err := exporter.ServeUntil(ctx, mux, l); err != nil {
-			log.Error().Err(err).Msg("serving Go profiles")
-		}
-	}()
+	return mux
 }

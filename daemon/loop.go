@@ -16,17 +16,20 @@ type loopCounters struct {
 	lost         uint64
 	untracked    uint64
 	unattributed map[collector.EventType]uint64
+	pace         pace
 }
 
 // loop is the only goroutine touching the correlator: API events, kernel
 // events, ticks and checkpoints, until ctx is done or a component fails.
 func (d *Daemon) loop(ctx context.Context, kubeErr, srvErr <-chan error) error {
-	tick := time.NewTicker(d.cfg.TickEvery)
+	tick := time.NewTimer(d.cfg.TickEvery)
 	defer tick.Stop()
 	save := time.NewTicker(d.cfg.CheckpointEvery)
 	defer save.Stop()
 	events := d.kernel.Events()
 	d.counters.lastTick = d.cfg.Now()
+	d.counters.pace.input(d.counters.lastTick) // the start is busy
+	d.counters.pace.started = d.counters.lastTick
 	d.beat.Store(d.counters.lastTick.UnixNano())
 	for {
 		select {
@@ -41,14 +44,22 @@ func (d *Daemon) loop(ctx context.Context, kubeErr, srvErr <-chan error) error {
 			return err
 		case ev := <-d.api:
 			d.handleAPI(ev)
+			d.counters.pace.input(d.cfg.Now())
 		case e, ok := <-events:
 			if !ok {
 				return fmt.Errorf("kernel event stream closed unexpectedly")
 			}
 			d.metrics.CountKernelEvent(e.Type)
 			d.corr.Kernel(e)
+			d.counters.pace.input(d.cfg.Now())
 		case <-tick.C:
-			d.tick(d.cfg.Now())
+			now := d.cfg.Now()
+			live := d.tick(now)
+			next := d.counters.pace.nextTick(now, d.cfg.TickEvery, live)
+			tick.Reset(next)
+			if d.counters.pace.releaseDue(now, next > d.cfg.TickEvery) {
+				releasePages(d.log)
+			}
 		case <-save.C:
 			d.periodicCheckpoint()
 		}
@@ -82,8 +93,9 @@ func (d *Daemon) handleAPI(ev apiEvent) {
 }
 
 // tick completes terminations, binds new scopes, accounts lost kernel
-// events and publishes the API view.
-func (d *Daemon) tick(now time.Time) {
+// events and publishes the API view. It returns the number of terminations
+// in progress.
+func (d *Daemon) tick(now time.Time) int {
 	d.accountLost(now)
 	d.relist.poll(d.kube.Load(), d.sink)
 	for _, t := range d.corr.Tick(now) {
@@ -97,6 +109,7 @@ func (d *Daemon) tick(now time.Time) {
 	d.metrics.Expire(exporter.PendingWorkloads(live))
 	d.counters.lastTick = now
 	d.beat.Store(now.UnixNano())
+	return len(live)
 }
 
 // finished logs, counts and keeps one complete termination.
@@ -108,6 +121,7 @@ func (d *Daemon) finished(t correlate.Termination) {
 	}
 	d.view.keep(t)
 	d.completed = append(d.completed, t)
+	d.counters.pace.changed = true
 	d.scopes.Release(t.PodUID)
 }
 
@@ -121,12 +135,14 @@ func (d *Daemon) accountLost(now time.Time) {
 	if lost := st.Lost(); lost > d.counters.lost {
 		d.metrics.AddKernelEventsLost(lost - d.counters.lost)
 		d.corr.KernelGap("events_lost", d.counters.lastTick, now)
+		d.counters.pace.changed = true
 		d.log.Warn().Uint64("lost", lost-d.counters.lost).Msg("kernel events lost: overlapping terminations are partial")
 		d.counters.lost = lost
 	}
 	if st.Untracked > d.counters.untracked {
 		d.metrics.AddConnectionsUntracked(st.Untracked - d.counters.untracked)
 		d.corr.KernelGap("conn_tracking_full", d.counters.lastTick, now)
+		d.counters.pace.changed = true
 		d.log.Warn().Uint64("untracked", st.Untracked-d.counters.untracked).
 			Msg("the kernel's connection map is full: connections accepted now are not tracked, overlapping terminations are partial")
 		d.counters.untracked = st.Untracked
@@ -157,7 +173,8 @@ func (d *Daemon) checkpoint(clean bool) error {
 	}
 	now := d.cfg.Now()
 	counters := d.metrics.Counters()
-	cp := Checkpoint{Correlator: state, Scopes: d.scopes.Records(), Alive: now, Clean: clean, Counters: &counters}
+	scopes := d.scopes.Records()
+	cp := Checkpoint{Correlator: state, Scopes: scopes, Alive: now, Clean: clean, Counters: &counters}
 	if st, err := d.kernel.Stats(); err == nil {
 		cp.KernelLost = st.LostInKernel
 	}
@@ -165,16 +182,21 @@ func (d *Daemon) checkpoint(clean bool) error {
 		return err
 	}
 	d.completed = nil
+	d.counters.pace.checkpointed(now, scopes)
 	cutoff := now.Add(-d.cfg.KeepCompleted)
 	d.view.prune(cutoff)
 	_, err = d.store.Prune(cutoff, func(t correlate.Termination) time.Time { return t.Marks.Last() })
 	return err
 }
 
-// periodicCheckpoint saves a checkpoint; a failure (a full disk) is logged
-// and counted, and the loop counts on: the terminations not saved stay in
-// memory for the next checkpoint.
+// periodicCheckpoint saves a checkpoint when the state may have changed
+// (see pace.checkpointDue); a failure (a full disk) is logged and counted,
+// and the loop counts on: the terminations not saved stay in memory for
+// the next checkpoint.
 func (d *Daemon) periodicCheckpoint() {
+	if !d.counters.pace.checkpointDue(d.cfg.Now(), d.scopes.Records()) {
+		return
+	}
 	if err := d.checkpoint(false); err != nil {
 		d.state.failures.Inc()
 		d.log.Error().Err(err).Str("state_dir", d.cfg.StateDir).

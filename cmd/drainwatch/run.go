@@ -28,7 +28,7 @@ type runFlags struct {
 	logLevel, logFormat                                string
 	kubeletComms                                       string
 	http2Tracking, auth, tlsCert, tlsKey               string
-	ringBufferSize                                     string
+	ringBufferSize, pprofAddr                          string
 	noEvents, unpinOnExit, tlsSelfSigned               bool
 }
 
@@ -53,6 +53,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", os.Getenv("DRAINWATCH_TLS_SELF_SIGNED") == "true", "without --tls-cert-file, serve HTTPS with a certificate generated at start (clients skip its verification) (env DRAINWATCH_TLS_SELF_SIGNED=true)")
 	fs.StringVar(&f.tlsKey, "tls-key-file", os.Getenv("DRAINWATCH_TLS_KEY_FILE"), "the key of --tls-cert-file (env DRAINWATCH_TLS_KEY_FILE)")
 	fs.StringVar(&f.ringBufferSize, "ring-buffer-size", envOr("DRAINWATCH_RING_BUFFER_SIZE", "4Mi"), "size of the kernel's event ring buffer, a power of two (e.g. 1Mi, 2Mi, 4Mi); it is resident twice in the daemon's memory, and holds the events of terminating pods until the reader takes them (env DRAINWATCH_RING_BUFFER_SIZE)")
+	fs.StringVar(&f.pprofAddr, "pprof-addr", os.Getenv("DRAINWATCH_PPROF_ADDR"), "serve Go's runtime profiles (heap, CPU, goroutines) at http://<addr>/debug/pprof/ on a listener of their own, without authentication: bind it to loopback (127.0.0.1:6060) and reach it with kubectl port-forward; empty (the default) serves none (env DRAINWATCH_PPROF_ADDR)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -135,6 +136,9 @@ func runCmd(args []string) int {
 	defer stop()
 	log.Info().Str("node", f.nodeName).Str("state_dir", f.stateDir).Str("listen", f.listen).Str("pin_path", f.pinPath).
 		Str("auth", f.auth).Bool("tls", f.tlsCert != "" || f.tlsSelfSigned).Msg("drainwatch starting")
+	if f.pprofAddr != "" {
+		servePprof(ctx, f.pprofAddr, log)
+	}
 	if err := d.Run(ctx); err != nil {
 		log.Error().Err(err).Msg("drainwatch failed")
 		return 1

@@ -11,8 +11,16 @@ import (
 )
 
 // pollInterval bounds how long an event waits in the ring buffer when the
-// BPF side skipped the wakeup (see event_submit in bpf/drainwatch.h).
-const pollInterval = 20 * time.Millisecond
+// BPF side skipped the wakeup (see event_submit in bpf/drainwatch.h), while
+// events flow. Each empty poll doubles the wait up to pollIdle: a quiet
+// node (the usual case: a termination is rare) wakes the reader a few
+// times a second instead of fifty, and the first record read returns to
+// pollInterval. A burst never waits for the poll: past WAKEUP_BYTES the
+// BPF side wakes the reader.
+const (
+	pollInterval = 20 * time.Millisecond
+	pollIdle     = 320 * time.Millisecond
+)
 
 // read is the only goroutine reading the ring buffer. It decodes into one
 // reused record and event, and never blocks on the consumer: when the
@@ -31,8 +39,10 @@ func (k *Kernel) read() {
 		ev        collector.Event
 		backoff   time.Duration
 		inBacklog = k.backlog.bytes() > 0
+		poll      = pollInterval
+		read      bool // a record since the last poll
 	)
-	k.reader.SetDeadline(time.Now().Add(pollInterval))
+	k.reader.SetDeadline(time.Now().Add(poll))
 	for {
 		if err := k.reader.ReadInto(&rec); err != nil {
 			if errors.Is(err, ringbuf.ErrClosed) {
@@ -40,17 +50,28 @@ func (k *Kernel) read() {
 			}
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				// The BPF side does not wake us per event: look again
-				// every pollInterval.
-				k.reader.SetDeadline(time.Now().Add(pollInterval))
+				// after the next poll.
+				poll, read = nextPoll(poll, read), false
+				k.reader.SetDeadline(time.Now().Add(poll))
 				backoff = k.readSucceeded(backoff)
 				continue
 			}
 			backoff = k.readFailed(err, backoff)
 			continue
 		}
-		backoff = k.readSucceeded(backoff)
+		backoff, read = k.readSucceeded(backoff), true
 		inBacklog = k.handleRecord(rec.RawSample, &ev, inBacklog)
 	}
+}
+
+// nextPoll is the wait before the next poll of the ring buffer: back to
+// pollInterval after a poll that found records, twice the last one (up to
+// pollIdle) after an empty one.
+func nextPoll(last time.Duration, read bool) time.Duration {
+	if read {
+		return pollInterval
+	}
+	return min(2*last, pollIdle)
 }
 
 // handleRecord is what the reader does per record (TestRecordPathAllocs

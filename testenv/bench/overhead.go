@@ -11,6 +11,9 @@ import (
 // watched" runs node 2's daemon, which loads and attaches every probe but
 // owns no pod of the load.
 func (b *bench) overhead(ctx context.Context) ([]Sample, error) {
+	if b.cfg.Rounds == 0 {
+		return nil, nil // RSS only: --rounds 0
+	}
 	if err := deployServer(ctx, b.c, b.c.NodeNames[0]); err != nil {
 		return nil, err
 	}

@@ -15,11 +15,16 @@ type RSS struct {
 	Pods  int
 	After time.Duration // since the pods run
 	memory
+	// IdleCPU is the daemon's CPU time per second of wall time since the
+	// previous reading with as many pods (none for the first): nothing
+	// terminates and nothing connects meanwhile, so it is what the daemon
+	// costs a quiet node.
+	IdleCPU time.Duration
 }
 
 // rssAfter are the times after the pods run at which RSS is read: once
-// the daemon has scanned and bound them, and once settled.
-var rssAfter = []time.Duration{10 * time.Second, 60 * time.Second}
+// the daemon has scanned and bound them, and once settled, a minute later.
+var rssAfter = []time.Duration{10 * time.Second, 70 * time.Second}
 
 // rss runs a fresh daemon for node 2 and scales a Deployment of sleepers
 // bound to that node through cfg.Pods, reading VmRSS and VmHWM once the
@@ -42,13 +47,23 @@ func (b *bench) rss(ctx context.Context) ([]RSS, error) {
 		}
 		b.progress("%d pods running after %v", n, time.Since(start).Round(time.Second))
 		running := time.Now()
+		var last cpuReading
 		for _, after := range rssAfter {
 			time.Sleep(time.Until(running.Add(after)))
 			m, err := processMemory(d.PID())
 			if err != nil {
 				return out, err
 			}
-			out = append(out, RSS{Pods: n, After: after, memory: m})
+			r := RSS{Pods: n, After: after, memory: m}
+			now, err := readCPU(d.PID())
+			if err != nil {
+				return out, err
+			}
+			if !last.at.IsZero() {
+				r.IdleCPU = now.perSecondSince(last)
+			}
+			last = now
+			out = append(out, r)
 		}
 	}
 	return out, nil
@@ -72,4 +87,25 @@ func (b *bench) sleepers(ctx context.Context, nodeName string, n int) error {
 		return fmt.Errorf("%d sleepers on %s: %w", n, nodeName, err)
 	}
 	return nil
+}
+
+// cpuReading is a process's CPU time at a wall-clock time.
+type cpuReading struct {
+	at  time.Time
+	cpu time.Duration
+}
+
+func readCPU(pid int) (cpuReading, error) {
+	at := time.Now()
+	cpu, err := processCPU(pid)
+	return cpuReading{at: at, cpu: cpu}, err
+}
+
+// perSecondSince is the CPU time spent per second of wall time since prev.
+func (r cpuReading) perSecondSince(prev cpuReading) time.Duration {
+	wall := r.at.Sub(prev.at)
+	if wall <= 0 {
+		return 0
+	}
+	return time.Duration(float64(r.cpu-prev.cpu) / wall.Seconds())
 }

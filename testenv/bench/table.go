@@ -105,7 +105,11 @@ func (r Report) Print(w io.Writer, rounds int) {
 func (r Report) printRSS(w io.Writer) {
 	mib := func(kib int) float64 { return float64(kib) / 1024 }
 	for _, m := range r.RSS {
-		fmt.Fprintf(w, "RSS with %d pods on the node, %v after they run: VmRSS %.1f MiB (anon %.1f, file %.1f), VmHWM %.1f MiB\n",
-			m.Pods, m.After, mib(m.RSS), mib(m.Anon), mib(m.File), mib(m.HWM))
+		idle := ""
+		if m.IdleCPU > 0 {
+			idle = fmt.Sprintf("; idle CPU %.1f ms/s since the previous reading", float64(m.IdleCPU)/float64(time.Millisecond))
+		}
+		fmt.Fprintf(w, "RSS with %d pods on the node, %v after they run: VmRSS %.1f MiB (anon %.1f, file %.1f), VmHWM %.1f MiB%s\n",
+			m.Pods, m.After, mib(m.RSS), mib(m.Anon), mib(m.File), mib(m.HWM), idle)
 	}
 }

@@ -35,7 +35,7 @@ func main() {
 func run() int {
 	cfg := bench.Config{Out: os.Stdout}
 	var pods, out string
-	flag.IntVar(&cfg.Rounds, "rounds", 5, "interleaved rounds of every mode")
+	flag.IntVar(&cfg.Rounds, "rounds", 5, "interleaved rounds of every mode; 0 measures RSS and idle CPU only")
 	flag.DurationVar(&cfg.Duration, "duration", 5*time.Second, "each wrk run's duration")
 	flag.IntVar(&cfg.Connections, "connections", 16, "wrk -c")
 	flag.IntVar(&cfg.Threads, "threads", 1, "wrk -t")

@@ -29,7 +29,6 @@ func (d *Daemon) loop(ctx context.Context, kubeErr, srvErr <-chan error) error {
 	events := d.kernel.Events()
 	d.counters.lastTick = d.cfg.Now()
 	d.counters.pace.input(d.counters.lastTick) // the start is busy
-	d.counters.pace.started = d.counters.lastTick
 	d.beat.Store(d.counters.lastTick.UnixNano())
 	for {
 		select {
@@ -55,11 +54,7 @@ func (d *Daemon) loop(ctx context.Context, kubeErr, srvErr <-chan error) error {
 		case <-tick.C:
 			now := d.cfg.Now()
 			live := d.tick(now)
-			next := d.counters.pace.nextTick(now, d.cfg.TickEvery, live)
-			tick.Reset(next)
-			if d.counters.pace.releaseDue(now, next > d.cfg.TickEvery) {
-				releasePages(d.log)
-			}
+			tick.Reset(d.counters.pace.nextTick(now, d.cfg.TickEvery, live))
 		case <-save.C:
 			d.periodicCheckpoint()
 		}

@@ -31,9 +31,6 @@ const (
 	// completed ones expired: functions of time over the saved state,
 	// which a restored daemon recomputes).
 	checkpointIdleEvery = 30 * time.Second
-	// startLasts bounds the start (see releasePages) on a node where
-	// the loop never turns idle.
-	startLasts = time.Minute
 )
 
 // pace is the loop's record of what happened since its last tick and its
@@ -43,9 +40,6 @@ type pace struct {
 	changed   bool      // some input or tick result since the last checkpoint
 	saved     time.Time // last checkpoint written
 	scopesKey string    // the watched scopes at that checkpoint
-	started   time.Time // the loop's start
-	idle      bool      // the last tick found the loop idle
-	released  bool      // releaseDue said so at least once
 }
 
 // input notes an API or kernel event.
@@ -59,19 +53,6 @@ func (p *pace) nextTick(now time.Time, every time.Duration, live int) time.Durat
 		return every
 	}
 	return idleTicks * every
-}
-
-// releaseDue reports when a burst of work is over and the pages it
-// touched can go (see releasePages): each time the loop turns idle, and
-// once startLasts after the start on a node where it never does.
-func (p *pace) releaseDue(now time.Time, idle bool) bool {
-	turned := idle && !p.idle
-	p.idle = idle
-	if turned || (!p.released && now.Sub(p.started) >= startLasts) {
-		p.released = true
-		return true
-	}
-	return false
 }
 
 // checkpointDue says whether a periodic checkpoint would save something

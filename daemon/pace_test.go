@@ -57,30 +57,3 @@ func TestPaceSkipsUnchangedCheckpoints(t *testing.T) {
 		t.Error("a finished termination: a checkpoint is due")
 	}
 }
-
-// Pages are released each time the loop turns idle, and once after
-// startLasts on a node that keeps it busy.
-func TestPaceReleasesPagesWhenTurningIdle(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	p := pace{started: t0}
-	steps := []struct {
-		after time.Duration
-		idle  bool
-		want  bool
-	}{
-		{time.Second, false, false},
-		{2 * time.Second, true, true}, // turned idle
-		{3 * time.Second, true, false},
-		{4 * time.Second, false, false},
-		{5 * time.Second, true, true}, // idle again after a burst
-	}
-	for _, s := range steps {
-		if got := p.releaseDue(t0.Add(s.after), s.idle); got != s.want {
-			t.Errorf("%v after start, idle %v: releaseDue %v, want %v", s.after, s.idle, got, s.want)
-		}
-	}
-	p = pace{started: t0}
-	if p.releaseDue(t0.Add(time.Second), false) || !p.releaseDue(t0.Add(startLasts), false) || p.releaseDue(t0.Add(2*startLasts), false) {
-		t.Error("a node busy from the start: one release after startLasts, then none while busy")
-	}
-}

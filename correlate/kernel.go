@@ -68,7 +68,9 @@ func (c *Correlator) dispatch(p *podState, container string, e *collector.Event)
 	case collector.EventRefused:
 		c.refused(p.Term, e)
 	case collector.EventReset:
-		c.reset(p.Term, e)
+		if !c.resetOnReuse(p, e) {
+			c.reset(p.Term, e)
+		}
 	case collector.EventSignal:
 		c.signal(p, container, e)
 	case collector.EventExit:

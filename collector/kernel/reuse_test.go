@@ -178,19 +178,18 @@ func (s *keepAliveServer) track(c net.Conn, st http.ConnState) {
 }
 
 // closeIdle times out the idle reads of the connections from ports and
-// waits (bounded) until the server has closed each of them.
+// waits (bounded) until the server has closed each of them. A connection
+// turns idle on the server just after its response reached the client:
+// each is waited for (bounded) first.
 func (s *keepAliveServer) closeIdle(t *testing.T, ports map[uint16]bool) {
 	t.Helper()
-	s.mu.Lock()
 	for port := range ports {
-		c := s.idle[port]
+		c := s.waitIdle(port)
 		if c == nil {
-			s.mu.Unlock()
-			t.Fatalf("connection from port %d is not idle on the server", port)
+			t.Fatalf("connection from port %d did not turn idle on the server within 5s", port)
 		}
 		c.SetReadDeadline(time.Now())
 	}
-	s.mu.Unlock()
 	for range ports {
 		select {
 		case port := <-s.closed:
@@ -201,6 +200,19 @@ func (s *keepAliveServer) closeIdle(t *testing.T, ports map[uint16]bool) {
 			t.Fatal("server did not close its idle connections within 5s")
 		}
 	}
+}
+
+func (s *keepAliveServer) waitIdle(port uint16) net.Conn {
+	for range 500 {
+		s.mu.Lock()
+		c := s.idle[port]
+		s.mu.Unlock()
+		if c != nil {
+			return c
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
 }
 
 // poolConn is one pooled keep-alive connection of a raw HTTP/1.1 client:

@@ -160,3 +160,23 @@ func TestResetOnReuseOutsideTerminations(t *testing.T) {
 		t.Errorf("termination counted %d resets on reuse from before it, want 0", got.Counts.RequestsResetOnReusedConnections)
 	}
 }
+
+// TestResetOnReuseBeforeTheTerminationOpens: a reset on reuse processed
+// before the deletion (though after it was requested) was counted for the
+// workload; the termination's replay of early events does not count it again.
+func TestResetOnReuseBeforeTheTerminationOpens(t *testing.T) {
+	c := New(Config{})
+	grace := 30 * time.Second
+	feed(c, []any{born(podA, ipA, netA, cgA, grace, ms(-60000)), openListener(netA, ms(-59000)),
+		rst(21, reasonTimewait, ms(-15))})
+	got := finish(t, c, []any{
+		deleting(podA, ipA, grace, ms(-20), ms(-10)),
+		signal(cgA, initPID, 15, true, "server", ms(0)),
+		rst(22, reasonTimewait, ms(10)),
+		closeListener(netA, ms(5)), exited(cgA, initPID, 0, 0, true, ms(400)), gone(podA, ms(600)),
+	}, ms(60000))
+	steady := c.TakeSteadyReuseResets()
+	if got.Counts.RequestsResetOnReusedConnections != 1 || len(steady) != 1 || steady[0].N != 1 {
+		t.Errorf("termination %d, steady %v; want 1 and 1", got.Counts.RequestsResetOnReusedConnections, steady)
+	}
+}

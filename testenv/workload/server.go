@@ -64,7 +64,10 @@ type Config struct {
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
 	WorkDuration    time.Duration
-	LogRequests     bool
+	// IdleTimeout closes keep-alive connections idle this long
+	// (http.Server.IdleTimeout; 0: never).
+	IdleTimeout time.Duration
+	LogRequests bool
 	// IgnoreStop: Run never reads its stop channel; the process (see
 	// dwserver) ignores its stop signals and only SIGKILL ends it.
 	IgnoreStop bool
@@ -86,7 +89,7 @@ type Server struct {
 // New returns a server; Run starts it.
 func New(cfg Config, log zerolog.Logger) *Server {
 	s := &Server{cfg: cfg, log: log, stopping: make(chan struct{})}
-	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.IdleTimeout}
 	if cfg.Mode == ModeH2C {
 		s.http.Handler = s.h2c(s.http.Handler)
 	}

@@ -40,7 +40,7 @@ func TestLogTerminationCarriesEveryCount(t *testing.T) {
 		"inflight_at_stop_signal": 2.0, "accepted_after_endpoints_not_ready": 3.0, "connections_reset_at_exit": 5.0,
 		"connections_reset_at_shutdown": 6.0, "streams_killed_by_sigkill": 1.0, "probe_refused": 4.0,
 		"requests_reset_on_reused_connections": 7.0,
-		"exit_code": 0.0, "diagnoses": []any{}, "stop_signal": "SIGQUIT", "stop_signal_api": "SIGTERM",
+		"exit_code":                            0.0, "diagnoses": []any{}, "stop_signal": "SIGQUIT", "stop_signal_api": "SIGTERM",
 		"sources": "kubelet (probe) 4 refused 2 accepted; envoy 10 accepted", "partial": true, "partial_reasons": []any{"daemon_down"},
 	}
 	if d := cmp.Diff(want, got); d != "" {

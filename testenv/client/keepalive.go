@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"sync"
 	"syscall"
 	"time"
@@ -15,7 +17,7 @@ import (
 // KeepAlive is a connection pool as an upstream proxy keeps one: Conns
 // keep-alive connections to Target, each sending one GET every Interval
 // and reusing its connection for the next while the last response came
-// whole. It never retries and never watches an idle connection for the
+// whole and without `Connection: close`. It never retries and never watches an idle connection for the
 // server's FIN, so a request sent on a connection the server has closed is
 // lost, recorded with Reused set and outcome EOF (the server's FIN is read
 // first); ServerReset says whether the server's kernel then answered it
@@ -81,8 +83,7 @@ func (k KeepAlive) slot(ctx context.Context) []Request {
 			conn, br = c, bufio.NewReader(c)
 		}
 		r.Local = conn.LocalAddr().String()
-		k.get(conn, br, &r)
-		if r.Outcome != OK {
+		if keep := k.get(conn, br, &r); !keep {
 			conn.Close()
 			conn = nil
 		}
@@ -100,18 +101,35 @@ func (k KeepAlive) dial(ctx context.Context) (net.Conn, error) {
 	return k.Dial(ctx, "tcp", k.Target)
 }
 
-// get sends one keep-alive request on conn and reads its response.
-func (k KeepAlive) get(conn net.Conn, br *bufio.Reader, r *Request) {
+// get sends one keep-alive request on conn and reads its response; keep
+// says whether the connection may carry the next one: a whole 2xx response
+// without `Connection: close`, which a pool honours.
+func (k KeepAlive) get(conn net.Conn, br *bufio.Reader, r *Request) (keep bool) {
 	defer func() { r.End = time.Now() }()
 	_ = conn.SetDeadline(time.Now().Add(k.timeout()))
 	if _, err := fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", k.Path, k.Target); err != nil {
 		r.fail(err)
-		return
+		return false
 	}
-	r.readFrom(br)
-	if r.Reused && r.Outcome == EOF {
-		r.ServerReset = awaitReset(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		r.fail(err)
+		if r.Reused && r.Outcome == EOF {
+			r.ServerReset = awaitReset(conn)
+		}
+		return false
 	}
+	defer resp.Body.Close()
+	r.Status = resp.StatusCode
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		r.fail(err)
+		return false
+	}
+	r.Outcome = OK
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		r.Outcome = HTTPStatus(resp.StatusCode)
+	}
+	return r.Outcome == OK && !resp.Close
 }
 
 func (k KeepAlive) timeout() time.Duration {

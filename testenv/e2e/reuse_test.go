@@ -25,14 +25,17 @@ const (
 	poolRunsFor = 40 * time.Second
 )
 
-// TestResetsOnReusedConnections: a naive Deployment of 2 pods whose server
-// closes idle keep-alive connections after 200 ms, each pod with a client
+// TestResetsOnReusedConnections: a Deployment of 2 pods whose server closes
+// idle keep-alive connections after 200 ms and, at its stop signal, turns
+// keep-alives off (closing the idle connections at once) and serves 1 s
+// more (protocol mode, drain delay 1 s), each pod with a client
 // pool of 3 connections that sends on each every 500 ms and never retries
 // (so each request lost on a reused connection is one client error: EOF
 // after the server's FIN, the RST being the kernel's answer to the request).
-// Steady state for 2 s, then `kubectl rollout restart`: the old pods'
-// Shutdown closes the idle connections at the stop signal, and the pools
-// keep reusing them until the pods refuse new connections.
+// Steady state for 2 s, then `kubectl rollout restart`: the pools reuse the
+// connections the stop signal closed while the pod still answers (a RST
+// each), then honour the drain's `Connection: close` until the pods refuse
+// new connections.
 //
 // drainwatch's requests reset on reused connections — the old pods'
 // terminations plus the workload's count outside terminations — equal the
@@ -44,7 +47,7 @@ func TestResetsOnReusedConnections(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := unique("e2e-reuse")
-	dep := cluster.ServerDeployment(ns, "web", workload.ModeNaive, 2, "--idle-timeout="+serverIdle.String())
+	dep := cluster.ServerDeployment(ns, "web", workload.ModeProtocol, 2, "--idle-timeout="+serverIdle.String(), "--drain-delay=1s")
 	dep.Spec.Strategy = oneAtATime()
 	old := deploy(ctx, t, c, ns, dep)
 	waitWatching(ctx, t, ds, old)
@@ -65,13 +68,14 @@ func TestResetsOnReusedConnections(t *testing.T) {
 	for range old {
 		reqs = append(reqs, <-done...)
 	}
-	clientTotal, drainwatchTotal := 0, 0
+	clientTotal, drainwatchTotal, afterTotal := 0, 0, 0
 	for i := range old {
 		p := &old[i]
 		got := waitComplete(ctx, t, d, string(p.UID))
 		addr := cluster.PodAddr(p, cluster.ServerPort)
 		all, after, resets := clientResets(reqs, addr, got)
 		clientTotal += all
+		afterTotal += after
 		drainwatchTotal += got.Counts.RequestsResetOnReusedConnections
 		t.Logf("%s: clients %s; reset on reuse %d (%d after the stop signal), drainwatch %d (%d after; %v), reset at shutdown %d; diagnoses %v",
 			p.Name, client.Summarize(requestsTo(reqs, addr)), all, after, got.Counts.RequestsResetOnReusedConnections,
@@ -95,6 +99,9 @@ func TestResetsOnReusedConnections(t *testing.T) {
 	if drainwatchTotal+steady != clientTotal {
 		t.Errorf("drainwatch counted %d requests reset on reused connections (%d in terminations, %d outside), the clients saw %d",
 			drainwatchTotal+steady, drainwatchTotal, steady, clientTotal)
+	}
+	if afterTotal == 0 {
+		t.Errorf("no reset on reuse after a stop signal: the scenario proves nothing about terminations")
 	}
 	if steady == 0 {
 		t.Errorf("no reset on reuse outside terminations in %v of steady state: the scenario proves nothing about it", steadyFor)

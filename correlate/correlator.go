@@ -21,6 +21,9 @@ type Correlator struct {
 	gaps []kernelGap
 	// unattributed counts kernel events no pod claimed, by type.
 	unattributed [256]uint64
+	// steadyReuse counts resets on reused connections outside
+	// terminations, by workload, until TakeSteadyReuseResets.
+	steadyReuse map[collector.Workload]int
 	// kernelSeen is the latest kernel event time processed; replay, set
 	// by Restore, drops kernel events already counted before the snapshot.
 	kernelSeen, replay Watermark

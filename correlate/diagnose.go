@@ -16,7 +16,7 @@ const (
 	OutcomeRefused          = "refused"            // connections refused (before or after the stop signal)
 	OutcomeKilled           = "killed"             // requests killed by SIGKILL
 	OutcomeRefusedAndKilled = "refused_and_killed" // both
-	OutcomeReset            = "reset"              // only connections reset by the shutdown
+	OutcomeReset            = "reset"              // only connections reset by the shutdown or requests reset on reused connections
 	OutcomePartial          = "partial"            // nothing lost as far as the incomplete view shows
 )
 
@@ -36,7 +36,7 @@ func outcomeOf(t Termination) string {
 		return OutcomeRefused
 	case killed:
 		return OutcomeKilled
-	case t.Counts.ConnectionsResetAtShutdown > 0:
+	case t.Counts.ConnectionsResetAtShutdown+t.Counts.RequestsResetOnReusedConnections > 0:
 		return OutcomeReset
 	case t.Partial:
 		return OutcomePartial
@@ -51,7 +51,7 @@ func diagnose(t Termination, prestopMessage string, cfg Config) []Diagnosis {
 	ignored := stopSignalIgnored(t)
 	for _, d := range []*Diagnosis{
 		listenerClosedEarly(t, cfg), noDrainDelay(t, cfg), ignoredDiagnosis(t, ignored),
-		graceExceeded(t, ignored), requestsKilled(t, ignored), streamsKilled(t), shutdownResets(t),
+		graceExceeded(t, ignored), requestsKilled(t, ignored), streamsKilled(t), shutdownResets(t), resetOnReuse(t),
 		prestopFailed(t, prestopMessage), budgetTooSmall(t, ignored, cfg), stopSignalMismatch(t),
 	} {
 		if d != nil {

@@ -68,7 +68,9 @@ func (c *Correlator) dispatch(p *podState, container string, e *collector.Event)
 	case collector.EventRefused:
 		c.refused(p.Term, e)
 	case collector.EventReset:
-		c.reset(p.Term, e)
+		if !c.resetOnReuse(p, e) {
+			c.reset(p.Term, e)
+		}
 	case collector.EventSignal:
 		c.signal(p, container, e)
 	case collector.EventExit:
@@ -96,6 +98,10 @@ func (c *Correlator) replayEarly(p *podState) {
 	for _, e := range p.Early.drain() {
 		switch {
 		case e.Time.Before(floor):
+		case e.Type == collector.EventReset && reuseResetReason(e.Reason) != "":
+			// Counted for the workload when it arrived (see resetOnReuse):
+			// a reset on reuse between the deletion request and the
+			// termination's opening stays a steady-state one.
 		case e.Type == collector.EventListenClose:
 			// The listener set already saw this close; only the mark is due.
 			if !p.Listeners.Complete || len(p.Listeners.Open) == 0 {

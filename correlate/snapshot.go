@@ -20,6 +20,9 @@ type State struct {
 	Completed    map[string]time.Time           `json:"completed,omitempty"`
 	Gaps         []kernelGap                    `json:"gaps,omitempty"`
 	Unattributed map[collector.EventType]uint64 `json:"unattributed,omitempty"`
+	// SteadyReuse are the resets on reused connections outside
+	// terminations not taken yet (TakeSteadyReuseResets).
+	SteadyReuse []WorkloadCount `json:"steady_reuse,omitempty"`
 	// KernelWatermark is the latest kernel event time counted (and how many
 	// events had that time). After a restore, kernel events up to it are
 	// replays and are dropped; the daemon should report
@@ -34,7 +37,7 @@ type State struct {
 func (c *Correlator) Snapshot() (State, error) {
 	s := State{
 		Pods: c.pods, Index: c.idx, Gaps: c.gaps, Completed: make(map[string]time.Time, len(c.done)),
-		Unattributed: c.Unattributed(), KernelWatermark: c.kernelSeen,
+		Unattributed: c.Unattributed(), KernelWatermark: c.kernelSeen, SteadyReuse: steadyList(c.steadyReuse),
 	}
 	for uid, d := range c.done {
 		s.Completed[uid] = d.At
@@ -68,6 +71,10 @@ func (c *Correlator) Restore(s State) error {
 	c.unattributed = [256]uint64{}
 	for t, n := range s.Unattributed {
 		c.unattributed[t] = n
+	}
+	c.steadyReuse = nil
+	for _, wc := range s.SteadyReuse {
+		c.addSteadyReuseN(wc.Workload, wc.N)
 	}
 	c.kernelSeen, c.replay = s.KernelWatermark, s.KernelWatermark
 	return nil

@@ -51,6 +51,13 @@ type Counts struct {
 	// closed or reset before answering. Clients see ECONNRESET or an empty
 	// reply.
 	ConnectionsResetAtShutdown int `json:"connections_reset_at_shutdown"`
+	// RequestsResetOnReusedConnections counts requests that arrived on a
+	// keep-alive connection the pod's server had already closed (idle
+	// timeout, or the shutdown closing idle connections) and were answered
+	// with a RST: an upstream's pooled connection, a 502 at a proxy. One
+	// per connection; never one counted in ConnectionsResetAtShutdown or
+	// RequestsKilledBySigkill. Termination.ReuseResets has the RST reasons.
+	RequestsResetOnReusedConnections int `json:"requests_reset_on_reused_connections"`
 	// StreamsKilledBySigkill is the part of RequestsKilledBySigkill whose
 	// in-flight work was an open stream (an HTTP/2 or gRPC stream the server
 	// had not ended) rather than an unanswered request.
@@ -74,6 +81,7 @@ const (
 	DiagPrestopFailed       = "prestop_hook_failed"
 	DiagBudgetTooSmall      = "budget_too_small"
 	DiagShutdownResets      = "connections_reset_at_shutdown"
+	DiagResetOnReuse        = "requests_reset_on_reused_connections"
 	DiagStreamsKilled       = "streams_killed"
 	DiagStopSignalMismatch  = "stop_signal_mismatch"
 	DiagClean               = "clean"
@@ -120,6 +128,8 @@ type Termination struct {
 
 	Marks  Marks  `json:"marks"`
 	Counts Counts `json:"counts"`
+	// ReuseResets details Counts.RequestsResetOnReusedConnections.
+	ReuseResets ReuseResets `json:"reuse_resets,omitzero"`
 
 	ExitCode   int32  `json:"exit_code"`
 	ExitSignal uint32 `json:"exit_signal,omitempty"`

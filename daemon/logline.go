@@ -26,6 +26,7 @@ func logTermination(log zerolog.Logger, t correlate.Termination) {
 		Int("accepted_after_endpoints_not_ready", t.Counts.AcceptedAfterEndpointsNotReady).
 		Int("connections_reset_at_exit", t.Counts.ConnectionsResetAtExit).
 		Int("connections_reset_at_shutdown", t.Counts.ConnectionsResetAtShutdown).
+		Int("requests_reset_on_reused_connections", t.Counts.RequestsResetOnReusedConnections).
 		Int("streams_killed_by_sigkill", t.Counts.StreamsKilledBySigkill).
 		Int("probe_refused", t.Counts.ProbeRefused).
 		Int32("exit_code", t.ExitCode).

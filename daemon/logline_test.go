@@ -24,7 +24,7 @@ func TestLogTerminationCarriesEveryCount(t *testing.T) {
 		Workload: collector.Workload{Namespace: "shop", Kind: "Deployment", Name: "web", Revision: "3"},
 		Counts: correlate.Counts{RefusedAfterSigterm: 44, RefusedBeforeSigterm: 1, RequestsKilledBySigkill: 2,
 			InflightAtStopSignal: 2, AcceptedAfterEndpointsNotReady: 3, ConnectionsResetAtExit: 5,
-			ConnectionsResetAtShutdown: 6, StreamsKilledBySigkill: 1, ProbeRefused: 4},
+			ConnectionsResetAtShutdown: 6, StreamsKilledBySigkill: 1, ProbeRefused: 4, RequestsResetOnReusedConnections: 7},
 		Marks: correlate.Marks{StopSignal: stop}, StopSignal: 3, StopSignalAPI: 15,
 		Sources: []correlate.Source{{Comm: "kubelet", Probe: true, Accepted: 2, Refused: 4}, {Comm: "envoy", Accepted: 10}},
 		Partial: true, PartialReasons: []string{"daemon_down"},
@@ -39,7 +39,8 @@ func TestLogTerminationCarriesEveryCount(t *testing.T) {
 		"outcome": "partial", "refused_after_sigterm": 44.0, "refused_before_sigterm": 1.0, "requests_killed_by_sigkill": 2.0,
 		"inflight_at_stop_signal": 2.0, "accepted_after_endpoints_not_ready": 3.0, "connections_reset_at_exit": 5.0,
 		"connections_reset_at_shutdown": 6.0, "streams_killed_by_sigkill": 1.0, "probe_refused": 4.0,
-		"exit_code": 0.0, "diagnoses": []any{}, "stop_signal": "SIGQUIT", "stop_signal_api": "SIGTERM",
+		"requests_reset_on_reused_connections": 7.0,
+		"exit_code":                            0.0, "diagnoses": []any{}, "stop_signal": "SIGQUIT", "stop_signal_api": "SIGTERM",
 		"sources": "kubelet (probe) 4 refused 2 accepted; envoy 10 accepted", "partial": true, "partial_reasons": []any{"daemon_down"},
 	}
 	if d := cmp.Diff(want, got); d != "" {

@@ -96,6 +96,7 @@ func (d *Daemon) tick(now time.Time) int {
 	for _, t := range d.corr.Tick(now) {
 		d.finished(t)
 	}
+	d.steadyReuse()
 	d.scopes.Sync(now, false)
 	d.accountUnattributed()
 	live := d.corr.Terminations()
@@ -118,6 +119,22 @@ func (d *Daemon) finished(t correlate.Termination) {
 	d.completed = append(d.completed, t)
 	d.counters.pace.changed = true
 	d.scopes.Release(t.PodUID)
+}
+
+// steadyReuse moves the requests reset on reused connections of pods that
+// were not terminating from the correlator to the workloads' counters (the
+// next checkpoint saves both sides at once) and logs each workload's.
+func (d *Daemon) steadyReuse() {
+	counts := d.corr.TakeSteadyReuseResets()
+	if len(counts) == 0 {
+		return
+	}
+	d.metrics.AddSteadyReuseResets(counts)
+	for _, wc := range counts {
+		d.log.Info().Str("namespace", wc.Workload.Namespace).Str("workload_kind", wc.Workload.Kind).
+			Str("workload", wc.Workload.Name).Int("requests_reset_on_reused_connections", wc.N).
+			Msg("requests reset on reused keep-alive connections outside terminations: the server's idle timeout is shorter than an upstream pool's")
+	}
 }
 
 // accountLost turns kernel events lost since the last tick into a gap: the

@@ -21,6 +21,9 @@ var (
 	phaseDesc = prometheus.NewDesc("drainwatch_termination_phase_seconds",
 		"Durations of termination phases: prestop (killing to stop signal), listener_close_delay (stop signal to last listener closed), drain (stop signal to exit), grace_used (delete requested to exit).",
 		append(workloadLabelNames[:3:3], "phase"), nil)
+	steadyReuseDesc = prometheus.NewDesc("drainwatch_requests_reset_on_reused_connections_outside_terminations_total",
+		"Requests reset on reused connections (see drainwatch_requests_reset_on_reused_connections_total) of pods that were not terminating: the server's keep-alive idle timeout is shorter than an upstream pool's.",
+		workloadLabelNames, nil)
 	routingLagDesc = prometheus.NewDesc("drainwatch_routing_lag_seconds",
 		"Last connection attempt to a terminating pod minus the time its endpoint became not ready: a lower bound of routing convergence.",
 		workloadLabelNames, nil)
@@ -44,6 +47,9 @@ var rolloutCounters = []struct {
 	{rolloutDesc("drainwatch_connections_reset_at_shutdown_total",
 		"Connections the shutdown reset while the process was alive (ECONNRESET or an empty reply at the client): accepted connections still queued when the listener closed, handshakes it left half-open, and connections with a request in flight the server closed or reset before answering."),
 		func(rs *revisionState) uint64 { return rs.resets }},
+	{rolloutDesc("drainwatch_requests_reset_on_reused_connections_total",
+		"Requests that arrived on a keep-alive connection the pod's server had already closed (idle timeout, or the shutdown closing idle connections) and were answered with a RST (reasons TCP_ABORT_ON_DATA, TCP_TIMEWAIT_SOCKET): a proxy's pooled connection, a 502 at the proxy. During terminations."),
+		func(rs *revisionState) uint64 { return rs.reuse }},
 	{rolloutDesc("drainwatch_probe_connections_refused_total",
 		"Connection attempts by this node's kubelet (readiness probes) refused during terminations: not client traffic, never in connections_refused_after_sigterm_total."),
 		func(rs *revisionState) uint64 { return rs.probes }},
@@ -62,7 +68,7 @@ func (c rolloutCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range rolloutCounters {
 		ch <- c.desc
 	}
-	for _, d := range []*prometheus.Desc{partialDesc, phaseDesc, routingLagDesc} {
+	for _, d := range []*prometheus.Desc{partialDesc, phaseDesc, routingLagDesc, steadyReuseDesc} {
 		ch <- d
 	}
 }
@@ -99,6 +105,7 @@ func collectWorkload(ch chan<- prometheus.Metric, ws *workloadState) {
 			ch <- h.metric(phaseDesc, append(l[:3:3], phase)...)
 		}
 	}
+	ch <- prometheus.MustNewConstMetric(steadyReuseDesc, prometheus.CounterValue, float64(ws.steadyReuse), l...)
 	if ws.routingLag.count > 0 {
 		ch <- ws.routingLag.metric(routingLagDesc, l...)
 	}

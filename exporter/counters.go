@@ -30,6 +30,7 @@ type RevisionCounters struct {
 	Killed   uint64            `json:"requests_killed_by_sigkill"`
 	Accepted uint64            `json:"accepted_after_endpoint_removal"`
 	Resets   uint64            `json:"connections_reset_at_shutdown"`
+	Reuse    uint64            `json:"requests_reset_on_reused_connections,omitempty"`
 	Probes   uint64            `json:"probe_connections_refused"`
 	Updated  time.Time         `json:"updated"`
 }
@@ -40,7 +41,10 @@ type WorkloadCounters struct {
 	Partial    map[string]uint64          `json:"partial,omitempty"`
 	Phases     map[string]HistogramCounts `json:"phases,omitempty"`
 	RoutingLag HistogramCounts            `json:"routing_lag"`
-	Updated    time.Time                  `json:"updated"`
+	// SteadyReuse: requests reset on reused connections outside
+	// terminations.
+	SteadyReuse uint64    `json:"requests_reset_on_reused_connections_outside_terminations,omitempty"`
+	Updated     time.Time `json:"updated"`
 }
 
 // HistogramCounts are a histogram's per-bucket (not cumulative) counts,
@@ -99,7 +103,7 @@ func (r *revisionState) counters() RevisionCounters {
 		outcomes[o] = n
 	}
 	return RevisionCounters{Labels: r.labels, Outcomes: outcomes, Refused: r.refused, Killed: r.killed,
-		Accepted: r.acceptedNR, Resets: r.resets, Probes: r.probes, Updated: r.updated}
+		Accepted: r.acceptedNR, Resets: r.resets, Reuse: r.reuse, Probes: r.probes, Updated: r.updated}
 }
 
 func restoreRevision(rc RevisionCounters) *revisionState {
@@ -108,13 +112,14 @@ func restoreRevision(rc RevisionCounters) *revisionState {
 		rs.outcomes[o] = n
 	}
 	rs.refused, rs.killed, rs.acceptedNR = rc.Refused, rc.Killed, rc.Accepted
-	rs.resets, rs.probes, rs.updated = rc.Resets, rc.Probes, rc.Updated
+	rs.resets, rs.reuse, rs.probes, rs.updated = rc.Resets, rc.Reuse, rc.Probes, rc.Updated
 	return rs
 }
 
 func (w *workloadState) counters() WorkloadCounters {
 	wc := WorkloadCounters{Labels: w.labels, Partial: make(map[string]uint64, len(w.partial)),
-		Phases: make(map[string]HistogramCounts, len(w.phases)), RoutingLag: w.routingLag.counts(), Updated: w.updated}
+		Phases: make(map[string]HistogramCounts, len(w.phases)), RoutingLag: w.routingLag.counts(),
+		SteadyReuse: w.steadyReuse, Updated: w.updated}
 	for r, n := range w.partial {
 		wc.Partial[r] = n
 	}
@@ -126,7 +131,7 @@ func (w *workloadState) counters() WorkloadCounters {
 
 func restoreWorkload(wc WorkloadCounters) *workloadState {
 	ws := newWorkloadState(wc.Labels)
-	ws.updated = wc.Updated
+	ws.updated, ws.steadyReuse = wc.Updated, wc.SteadyReuse
 	for r, n := range wc.Partial {
 		ws.partial[partialLabel(r)] += n
 	}

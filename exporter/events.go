@@ -36,6 +36,7 @@ var eventReasons = map[string]string{
 	correlate.DiagShutdownResets:      "DrainShutdownResets",
 	correlate.DiagStreamsKilled:       "DrainStreamsKilled",
 	correlate.DiagStopSignalMismatch:  "DrainStopSignalMismatch",
+	correlate.DiagResetOnReuse:        "DrainResetOnReusedConnections",
 }
 
 // EventReason returns the Event reason of a diagnosis code ("" for clean).

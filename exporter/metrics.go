@@ -195,3 +195,24 @@ func PendingWorkloads(ts []correlate.Termination) []collector.Workload {
 	}
 	return ws
 }
+
+// AddSteadyReuseResets counts requests reset on reused connections of pods
+// that were not terminating into their workloads' series
+// (drainwatch_requests_reset_on_reused_connections_outside_terminations_total).
+// The series lives while it keeps growing and expires like a workload's
+// histograms, a TTL after its last increase with no live revision.
+func (m *Metrics) AddSteadyReuseResets(counts []correlate.WorkloadCount) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	for _, wc := range counts {
+		key := workloadOf(rolloutLabels(wc.Workload))
+		ws := m.workloads[key]
+		if ws == nil {
+			ws = newWorkloadState(key)
+			m.workloads[key] = ws
+		}
+		ws.steadyReuse += uint64(max(wc.N, 0))
+		ws.updated = maxTime(ws.updated, now)
+	}
+}

@@ -16,6 +16,7 @@ type revisionState struct {
 	killed     uint64
 	acceptedNR uint64 // accepted after endpoints not ready
 	resets     uint64 // connections reset at shutdown
+	reuse      uint64 // requests reset on reused connections
 	probes     uint64 // probe connections refused
 	updated    time.Time
 }
@@ -27,10 +28,13 @@ type workloadState struct {
 	// partial counts partial terminations by reason label; every reason
 	// starts at zero so that the first partial termination of a workload
 	// shows to increase() as an increase.
-	partial    map[string]uint64
-	phases     map[string]*histogram
-	routingLag *histogram
-	updated    time.Time
+	partial map[string]uint64
+	// steadyReuse counts requests reset on reused connections outside
+	// terminations (an idle-timeout mismatch in steady state).
+	steadyReuse uint64
+	phases      map[string]*histogram
+	routingLag  *histogram
+	updated     time.Time
 }
 
 func newRevisionState(labels [4]string) *revisionState {
@@ -55,6 +59,7 @@ func (r *revisionState) add(t correlate.Termination, now time.Time) {
 	r.killed += uint64(max(t.Counts.RequestsKilledBySigkill, 0))
 	r.acceptedNR += uint64(max(t.Counts.AcceptedAfterEndpointsNotReady, 0))
 	r.resets += uint64(max(t.Counts.ConnectionsResetAtShutdown, 0))
+	r.reuse += uint64(max(t.Counts.RequestsResetOnReusedConnections, 0))
 	r.probes += uint64(max(t.Counts.ProbeRefused, 0))
 	if now.After(r.updated) {
 		r.updated = now

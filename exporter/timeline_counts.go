@@ -3,15 +3,17 @@ package exporter
 import (
 	"bufio"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/correlate"
 )
 
-// writeCounts prints the exact counts of a termination, three rows: what
+// writeCounts prints the exact counts of a termination, four rows: what
 // clients lost, what routing and exit did, what the shutdown reset and the
-// kubelet's probes met (never part of the rows above).
+// kubelet's probes met (never part of the rows above), and the requests
+// reset on reused keep-alive connections with their RST reasons.
 func writeCounts(w *bufio.Writer, t correlate.Termination) {
 	c := t.Counts
 	sig := StopSignalName(t)
@@ -21,6 +23,25 @@ func writeCounts(w *bufio.Writer, t correlate.Termination) {
 		c.InflightAtStopSignal, c.AcceptedAfterEndpointsNotReady, c.ConnectionsResetAtExit)
 	fmt.Fprintf(w, "  reset at shutdown: %d  streams killed by SIGKILL: %d  probe refusals: %d\n",
 		c.ConnectionsResetAtShutdown, c.StreamsKilledBySigkill, c.ProbeRefused)
+	fmt.Fprintf(w, "  reset on reused connections: %d%s\n", c.RequestsResetOnReusedConnections, reuseDetail(t.ReuseResets))
+}
+
+// reuseDetail is " (after the stop signal: 2; TCP_TIMEWAIT_SOCKET 2)" for
+// resets on reused connections, "" without any.
+func reuseDetail(r correlate.ReuseResets) string {
+	if len(r.Reasons) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(r.Reasons))
+	for name := range r.Reasons {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, name := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", name, r.Reasons[name]))
+	}
+	return fmt.Sprintf(" (after the stop signal: %d; %s)", r.AfterStopSignal, strings.Join(parts, ", "))
 }
 
 // StopSignalName names a termination's stop signal as the kernel saw it

@@ -21,6 +21,7 @@ const wantNaiveTimeline = `shop/web-6d4f-a  Deployment web revision 3  node node
   refused after SIGTERM: 44  killed by SIGKILL: 0  refused before SIGTERM: 0
   in flight at stop signal: 0  accepted after endpoint removal: 3  reset at exit: 0
   reset at shutdown: 0  streams killed by SIGKILL: 0  probe refusals: 0
+  reset on reused connections: 0
   connection attempts plotted: 2 accepted, 2 refused, from +0.050s to +1.250s
   routing_lag_observed 1.000s  listener_close_delay 0.125s  prestop_duration 0.000s  drain_duration 2.500s  grace_used 2.500s
   diagnosis no_drain_delay: 44 connections refused after SIGTERM: the listener closed 0.125 s after the stop signal, routing took 1.000 s
@@ -40,6 +41,7 @@ const wantKilledTimeline = `shop/web-6d4f-b  Deployment web revision 3  node nod
   refused after SIGTERM: 0  killed by SIGKILL: 1  refused before SIGTERM: 0
   in flight at stop signal: 1  accepted after endpoint removal: 0  reset at exit: 0
   reset at shutdown: 0  streams killed by SIGKILL: 0  probe refusals: 0
+  reset on reused connections: 0
   routing_lag_observed 0.500s  listener_close_delay 0.000s  prestop_duration 1.500s  drain_duration 30.000s  grace_used 32.000s
   diagnosis requests_killed: 1 request in flight killed by SIGKILL after the 30 s grace period
     fix: raise terminationGracePeriodSeconds above preStop + drain + margin (≥ 35 s)
@@ -69,6 +71,7 @@ const wantProbedTimeline = `shop/web-6d4f-p  Deployment web revision 3  node nod
   refused after SIGQUIT: 44  killed by SIGKILL: 2  refused before SIGQUIT: 0
   in flight at stop signal: 0  accepted after endpoint removal: 0  reset at exit: 0
   reset at shutdown: 6  streams killed by SIGKILL: 1  probe refusals: 4
+  reset on reused connections: 0
   sources: kubelet (probe) 4 refused 2 accepted; envoy 10 accepted
   connection attempts plotted: 1 accepted, 2 refused; probes 0 accepted, 2 refused, from -0.050s to +2.100s
   routing_lag_observed 0.800s  listener_close_delay 0.100s  prestop_duration 0.100s  drain_duration 4.100s  grace_used 4.200s

@@ -24,8 +24,11 @@ var (
 	qOutcomes     = `sum by (workload, revision, outcome) (increase(drainwatch_terminations_total{` + sel + `}[$__rate_interval]))`
 	qAcceptedLate = `sum by (workload, revision) (increase(drainwatch_connections_accepted_after_endpoint_removal_total{` + sel + `}[$__rate_interval]))`
 	qResetsRate   = `sum by (workload, revision) (increase(drainwatch_connections_reset_at_shutdown_total{` + sel + `}[$__rate_interval]))`
+	qReuseRate    = `sum by (workload, revision) (increase(drainwatch_requests_reset_on_reused_connections_total{` + sel + `}[$__rate_interval]))`
 	qProbesRate   = `sum by (workload, revision) (increase(drainwatch_probe_connections_refused_total{` + sel + `}[$__rate_interval]))`
 	qPartialRate  = `sum by (workload, reason) (increase(drainwatch_terminations_partial_total{` + wsel + `}[$__rate_interval]))`
+	// Outside terminations the count is per workload (no revision label).
+	qSteadyReuseRate = `sum by (workload) (increase(drainwatch_requests_reset_on_reused_connections_outside_terminations_total{` + wsel + `}[$__rate_interval]))`
 )
 
 // Timing queries. Terminations are rare events: quantiles over an hour of

@@ -75,7 +75,7 @@ func TestAlertsUseOnlyExportedMetrics(t *testing.T) {
 			}
 		}
 	}
-	if n != 6 {
-		t.Errorf("%d alerts, want 6", n)
+	if n != 8 {
+		t.Errorf("%d alerts, want 8", n)
 	}
 }

@@ -25,6 +25,12 @@ type Request struct {
 	Outcome Outcome
 	Status  int    // HTTP status when a response was read
 	Err     string // the error behind a non-OK outcome
+	// Reused: sent on a keep-alive connection that had carried a request
+	// before (KeepAlive).
+	Reused bool
+	// ServerReset: a reused connection's request met the server's RST
+	// after its FIN (KeepAlive).
+	ServerReset bool
 }
 
 // Duration is End − Start.

@@ -64,7 +64,10 @@ type Config struct {
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
 	WorkDuration    time.Duration
-	LogRequests     bool
+	// IdleTimeout closes keep-alive connections idle this long
+	// (http.Server.IdleTimeout; 0: never).
+	IdleTimeout time.Duration
+	LogRequests bool
 	// IgnoreStop: Run never reads its stop channel; the process (see
 	// dwserver) ignores its stop signals and only SIGKILL ends it.
 	IgnoreStop bool

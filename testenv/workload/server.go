@@ -64,10 +64,7 @@ type Config struct {
 	DrainDelay      time.Duration
 	ShutdownTimeout time.Duration
 	WorkDuration    time.Duration
-	// IdleTimeout closes keep-alive connections idle this long
-	// (http.Server.IdleTimeout; 0: never).
-	IdleTimeout time.Duration
-	LogRequests bool
+	LogRequests     bool
 	// IgnoreStop: Run never reads its stop channel; the process (see
 	// dwserver) ignores its stop signals and only SIGKILL ends it.
 	IgnoreStop bool

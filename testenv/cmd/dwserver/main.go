@@ -28,7 +28,6 @@ func main() {
 	flag.DurationVar(&cfg.DrainDelay, "drain-delay", 1500*time.Millisecond, "protocol, h2c, grpc: keep serving this long after SIGTERM")
 	flag.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "bound on finishing in-flight requests")
 	flag.DurationVar(&cfg.WorkDuration, "work", 20*time.Millisecond, "duration of /work")
-	flag.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "close keep-alive connections idle this long (0: never)")
 	flag.BoolVar(&cfg.LogRequests, "log-requests", false, "log every request (debug)")
 	flag.BoolVar(&cfg.IgnoreStop, "ignore-stop", false, "ignore SIGTERM, SIGINT, SIGQUIT, SIGUSR1 and SIGHUP: only SIGKILL ends the server")
 	flag.BoolVar(&cfg.EndStreams, "end-streams", false, "grpc: end open Watch streams (status OK) at the stop signal")

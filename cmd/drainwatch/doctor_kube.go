@@ -32,6 +32,7 @@ var neededAccess = []apiAccess{
 	{"apps", "statefulsets", []string{"get", "list", "watch"}},
 	{"apps", "daemonsets", []string{"get", "list", "watch"}},
 	{"batch", "jobs", []string{"get"}},
+	{"argoproj.io", "rollouts", []string{"get"}},
 	// --auth=kubernetes: the reviews that authenticate and authorize scrapers.
 	{"authentication.k8s.io", "tokenreviews", []string{"create"}},
 	{"authorization.k8s.io", "subjectaccessreviews", []string{"create"}},

@@ -56,6 +56,7 @@ func TestTimelineAcrossDaemons(t *testing.T) {
   refused after SIGTERM: 44  killed by SIGKILL: 0  refused before SIGTERM: 0
   in flight at stop signal: 0  accepted after endpoint removal: 0  reset at exit: 0
   reset at shutdown: 0  streams killed by SIGKILL: 0  probe refusals: 0
+  reset on reused connections: 0
   listener_close_delay 0.050s  prestop_duration 1.000s  drain_duration 1.000s  grace_used 2.000s
   diagnosis no_drain_delay: the listener closed 0.050s after the stop signal
     fix: add preStop sleep ≥ 2s

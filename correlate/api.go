@@ -16,6 +16,7 @@ const (
 // deletionTimestamp is deletion_seen and begins the termination.
 func (c *Correlator) Pod(u collector.PodUpdate) {
 	uid := u.Pod.UID
+	c.podsSeen = later(c.podsSeen, u.Seen)
 	if _, done := c.done[uid]; done || uid == "" {
 		return // a replay of a pod whose termination is already complete
 	}
@@ -46,6 +47,9 @@ func (c *Correlator) Pod(u collector.PodUpdate) {
 }
 
 func (c *Correlator) deletionSeen(p *podState, seen time.Time, firstSight bool) {
+	if t := p.Term; t != nil && c.restarted(t, seen) && t.Start.Before(deleteRequested(p.Pod)) {
+		p.Term = nil
+	}
 	if p.Term == nil {
 		c.begin(p, seen)
 		// First sight of a pod already terminating, and no stop signal
@@ -58,7 +62,7 @@ func (c *Correlator) deletionSeen(p *podState, seen time.Time, firstSight bool) 
 	first := m.DeleteRequested.IsZero()
 	applyDeletionGrace(&t.T, p.Pod, first)
 	if first {
-		m.DeleteRequested = p.Pod.DeletionTimestamp.Add(-p.Pod.DeletionGracePeriod)
+		m.DeleteRequested = deleteRequested(p.Pod)
 	}
 	if m.DeletionSeen.IsZero() {
 		m.DeletionSeen = seen
@@ -67,11 +71,29 @@ func (c *Correlator) deletionSeen(p *podState, seen time.Time, firstSight bool) 
 	}
 }
 
+// restarted says whether t, begun by a stop signal with no deletion seen,
+// was a container restart by at, a time of the pod watch: the stop signal
+// preceded it by more than SignalLead. Tick drops such terminations once
+// the watch has been read that far; a watch silent meanwhile leaves them
+// to the pod's next deletion or stop signal.
+func (c *Correlator) restarted(t *termState, at time.Time) bool {
+	return t.Tentative && at.Sub(t.Start) > c.cfg.SignalLead
+}
+
+// deleteRequested is when the pod's deletion was requested, to the second
+// (the deletion timestamp's precision): no later than the request.
+func deleteRequested(pod collector.Pod) time.Time {
+	return pod.DeletionTimestamp.Add(-pod.DeletionGracePeriod)
+}
+
 // PodDeleted takes a pod removed from the API: pod_gone.
 func (c *Correlator) PodDeleted(d collector.PodDeleted) {
 	p := c.pods[d.UID]
 	if p == nil {
 		return
+	}
+	if p.Term != nil && c.restarted(p.Term, d.Seen) {
+		p.Term = nil
 	}
 	if p.Term == nil {
 		c.begin(p, d.Seen) // deleted with no graceful deletion seen

@@ -27,6 +27,11 @@ type Correlator struct {
 	// kernelSeen is the latest kernel event time processed; replay, set
 	// by Restore, drops kernel events already counted before the snapshot.
 	kernelSeen, replay Watermark
+	// podsSeen is the latest Seen of the pod updates processed: how far
+	// the pod watch, which delivers in order, has been read. A stop signal
+	// is judged a container restart on this clock, not the loop's, which
+	// under load processes updates seconds after they were seen.
+	podsSeen time.Time
 }
 
 // Watermark is the latest kernel event time processed and how many

@@ -76,8 +76,12 @@ func (c *Correlator) Tick(now time.Time) []Termination {
 		t := p.Term
 		switch {
 		case t == nil:
-		case t.Tentative && now.Sub(t.Start) > c.cfg.SignalLead:
-			p.Term = nil // a stop signal with no deletion: a container restart
+		case c.restarted(t, c.podsSeen):
+			// A stop signal with no deletion: a container restart. Judged
+			// by the pod watch, not now: a deletion seen in time may still
+			// wait in the loop's queue, and dropping its termination would
+			// lose the exit and the listener's close it took in.
+			p.Term = nil
 		case !t.T.Marks.PodGone.IsZero() && !now.Before(c.deadline(p)):
 			if d := c.complete(uid, p, now); !d.Hidden {
 				out = append(out, d.T)

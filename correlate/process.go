@@ -24,6 +24,9 @@ func (c *Correlator) signal(p *podState, container string, e *collector.Event) {
 	if !e.TargetInit || fromInside(p, e) {
 		return
 	}
+	if p.Term != nil && c.restarted(p.Term, e.Time) {
+		p.Term = nil // an earlier restart's, kept while the pod watch was silent
+	}
 	if p.Term == nil {
 		// The kernel stream can run ahead of the API's deletion; a stop
 		// signal with no deletion within SignalLead is a container restart

@@ -16,6 +16,7 @@ const (
 	PartialHostNetwork   = "host_network"
 	PartialNetnsUnbound  = "netns_not_bound"
 	PartialEarlyOverflow = "early_events_overflow"
+	PartialAPIBlind      = "api_unreachable" // an API-side mark changed unwatched
 	maxGaps              = 64
 	minStopGrace         = 2 * time.Second // the kubelet's floor for the stop budget
 )
@@ -78,7 +79,7 @@ func (c *Correlator) Tick(now time.Time) []Termination {
 		case t == nil:
 		case t.Tentative && now.Sub(t.Start) > c.cfg.SignalLead:
 			p.Term = nil // a stop signal with no deletion: a container restart
-		case !t.T.Marks.PodGone.IsZero() && !now.Before(c.deadline(p)):
+		case !goneBy(t).IsZero() && !now.Before(c.deadline(p)):
 			if d := c.complete(uid, p, now); !d.Hidden {
 				out = append(out, d.T)
 			}
@@ -95,7 +96,7 @@ func (c *Correlator) Tick(now time.Time) []Termination {
 // 2 s floor, plus KernelTail).
 func (c *Correlator) deadline(p *podState) time.Time {
 	t := p.Term
-	d := t.T.Marks.PodGone.Add(c.cfg.KernelTail)
+	d := goneBy(t).Add(c.cfg.KernelTail)
 	if allExited(p) {
 		return d
 	}
@@ -203,7 +204,7 @@ func (c *Correlator) markPartial(p *podState, t *Termination, final bool) (blind
 // end is the last moment a kernel event can still belong to p's
 // termination (zero while the pod is not gone: open-ended).
 func (c *Correlator) end(p *podState) time.Time {
-	if p.Term.T.Marks.PodGone.IsZero() {
+	if goneBy(p.Term).IsZero() {
 		return time.Time{}
 	}
 	return c.deadline(p)

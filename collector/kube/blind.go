@@ -10,13 +10,13 @@ import (
 )
 
 // catchUp is how long after a failing watch opens again its deliveries
-// are taken as the backlog of the blind period. The backlog comes in one
-// burst: a relist is delivered before the watch opens (the whole time
-// still counts as failing), a resumed watch replays the API server's watch
-// cache within milliseconds of opening. 5 s covers the informer's handler
-// queue on a loaded node; a real change inside it is reported as unknown,
-// never the other way round.
-const catchUp = 5 * time.Second
+// are taken as the backlog of the blind period. The API server sends the
+// backlog at once: a relist is delivered before the watch opens (that time
+// still counts as failing), a resumed watch replays the watch cache as soon
+// as it opens. What remains is the informer's own handler queue, which 2 s
+// covers on a loaded node. A real change inside the window is reported as
+// unknown: never the other way round.
+const catchUp = 2 * time.Second
 
 // blindWindow tracks one watch's runs of failures, so that what it
 // delivers while catching up is not stamped with the time it was

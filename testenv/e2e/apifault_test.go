@@ -1,9 +1,9 @@
 package e2e_test
 
 import (
-	"slices"
 	"context"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -176,12 +176,12 @@ const (
 // accepts outran the log; the refusals stay exact). That case is not this
 // test's: here every expectation is exact.
 //
-// Expected, exactly: 4 terminations, each complete and exact (none
-// partial: the API side of the first two was seen before the outage, and
-// the API side cannot change while it is down; but their pod_gone is seen
-// by the pod watch catching up, unless the kernel saw the netns go first:
-// then pod_gone is unknown, partial with api_unreachable alone, counts
-// still exact), refusals equal to the
+// Expected, exactly: 4 terminations, each complete with exact counts; the
+// last two exact, the first two exact too (their API side was seen before
+// the outage and cannot change while it is down) except pod_gone: the
+// kernel's netns destruction sets it exactly; if only the pod watch
+// catching up saw the pod go, it is unknown and the termination partial
+// with api_unreachable alone; refusals equal to the
 // router's per pod; drainwatch_terminations_total 4 (the relists count
 // nothing twice); every Warning Event posted once, none dropped; the
 // daemon healthy throughout (the outage is far below daemon.APIFailingFor).

@@ -88,6 +88,10 @@ type PodUpdate struct {
 type PodDeleted struct {
 	Seen time.Time
 	UID  string
+	// BlindSince is set when the pod watch delivered the deletion while
+	// catching up after failing since then: the pod went away somewhere
+	// in [BlindSince, Seen]. Zero when the watch was healthy.
+	BlindSince time.Time
 }
 
 // KubeletEvent is a kubelet Event about a pod: Killing, FailedPreStopHook.
@@ -111,6 +115,10 @@ type EndpointUpdate struct {
 	Terminating bool
 	// TriggerTime is the slice's endpoints.kubernetes.io/last-change-trigger-time.
 	TriggerTime time.Time
+	// BlindSince is set when the slice watch delivered the change while
+	// catching up after failing since then: the change happened somewhere
+	// in [BlindSince, Seen]. Zero when the watch was healthy.
+	BlindSince time.Time
 }
 
 // TrimContainerID strips the runtime prefix of a containerStatuses[].containerID

@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"slices"
 	"time"
 
 	"github.com/drainwatch/drainwatch/collector"
@@ -86,7 +87,11 @@ func deleteRequested(pod collector.Pod) time.Time {
 	return pod.DeletionTimestamp.Add(-pod.DeletionGracePeriod)
 }
 
-// PodDeleted takes a pod removed from the API: pod_gone.
+// PodDeleted takes a pod removed from the API: pod_gone. A deletion the
+// pod watch delivered while catching up after an outage happened any time
+// since the outage began: pod_gone stays unknown (the kernel's netns
+// destruction may still set it exactly) and the termination completes on
+// the time it was received.
 func (c *Correlator) PodDeleted(d collector.PodDeleted) {
 	p := c.pods[d.UID]
 	if p == nil {
@@ -98,11 +103,17 @@ func (c *Correlator) PodDeleted(d collector.PodDeleted) {
 	if p.Term == nil {
 		c.begin(p, d.Seen) // deleted with no graceful deletion seen
 	}
-	p.Term.Tentative = false
-	if p.Term.T.Marks.PodGone.IsZero() {
-		p.Term.T.Marks.PodGone = d.Seen
+	t := p.Term
+	t.Tentative = false
+	switch {
+	case !t.T.Marks.PodGone.IsZero():
+	case d.BlindSince.IsZero():
+		t.T.Marks.PodGone = d.Seen
+	case t.GoneBy.IsZero():
+		t.GoneBy = d.Seen
+		markAPIBlind(t)
 	}
-	setCause(&p.Term.T, p)
+	setCause(&t.T, p)
 }
 
 // NetnsGone takes the destruction of a network namespace: pod_gone for a
@@ -115,6 +126,32 @@ func (c *Correlator) NetnsGone(ino uint32, at time.Time) {
 	}
 	if p.Term.T.Marks.PodGone.IsZero() {
 		p.Term.T.Marks.PodGone = at
+		markAPIBlind(p.Term) // exact now, whatever the API side missed
+	}
+}
+
+// goneBy is when the pod was gone at the latest: pod_gone, else when a
+// deletion caught up after an outage was received (zero: not gone).
+func goneBy(t *termState) time.Time {
+	if !t.T.Marks.PodGone.IsZero() {
+		return t.T.Marks.PodGone
+	}
+	return t.GoneBy
+}
+
+// markAPIBlind makes t partial with api_unreachable while a mark the API
+// side alone could give is unknown because the API side was not watched
+// when it changed, and takes the reason back once the kernel set it.
+func markAPIBlind(t *termState) {
+	m := t.T.Marks
+	blind := (t.EndpointsBlind && m.EndpointsNotReady.IsZero()) || (!t.GoneBy.IsZero() && m.PodGone.IsZero())
+	has := slices.Contains(t.T.PartialReasons, PartialAPIBlind)
+	switch {
+	case blind && !has:
+		addPartial(&t.T, PartialAPIBlind)
+	case !blind && has:
+		t.T.PartialReasons = slices.DeleteFunc(slices.Clone(t.T.PartialReasons), func(r string) bool { return r == PartialAPIBlind })
+		t.T.Partial = len(t.T.PartialReasons) > 0
 	}
 }
 
@@ -153,7 +190,7 @@ func (c *Correlator) Endpoint(e collector.EndpointUpdate) {
 		return
 	}
 	if e.Present && e.Ready {
-		p.NotReadySince = time.Time{}
+		p.NotReadySince, p.NotReadyBlind = time.Time{}, false
 		p.EverPresent = true
 		return
 	}
@@ -161,6 +198,7 @@ func (c *Correlator) Endpoint(e collector.EndpointUpdate) {
 	p.EverPresent = p.EverPresent || e.Present
 	if p.EverPresent && p.NotReadySince.IsZero() {
 		p.NotReadySince = e.Seen
+		p.NotReadyBlind = !e.BlindSince.IsZero()
 	}
 	if p.Term != nil {
 		c.endpointsNotReady(p)
@@ -170,10 +208,18 @@ func (c *Correlator) Endpoint(e collector.EndpointUpdate) {
 // endpointsNotReady sets the mark no earlier than the deletion request (an
 // endpoint unready before the deletion became "not ready" for this
 // termination when it began) and counts the accepts since, which may have
-// been processed before this API event.
+// been processed before this API event. An endpoint seen not ready only
+// while the slice watch caught up after an outage became so any time since
+// the outage began: the mark stays unknown, and with it the accepts after
+// it and the routing lag.
 func (c *Correlator) endpointsNotReady(p *podState) {
 	t := p.Term
 	if !t.T.Marks.EndpointsNotReady.IsZero() || p.NotReadySince.IsZero() {
+		return
+	}
+	if p.NotReadyBlind {
+		t.EndpointsBlind = true
+		markAPIBlind(t)
 		return
 	}
 	floor := t.T.Marks.DeleteRequested

@@ -44,7 +44,7 @@ const (
 func setCause(t *Termination, p *podState) {
 	in := causeInput{
 		Stop:           p.Pod.Stop,
-		Deleted:        !p.Pod.DeletionTimestamp.IsZero() || !t.Marks.DeletionSeen.IsZero() || !t.Marks.PodGone.IsZero(),
+		Deleted:        !p.Pod.DeletionTimestamp.IsZero() || !t.Marks.DeletionSeen.IsZero() || !t.Marks.PodGone.IsZero() || goneUnseen(p),
 		KillingMessage: p.KillingMessage,
 		Workload:       t.Workload,
 	}
@@ -155,3 +155,7 @@ func fromOwner(w collector.Workload, ownerRevision string) (string, string) {
 	}
 	return CauseScaleDown, w.Kind + " " + w.Name + " is still at revision " + w.Revision
 }
+
+// goneUnseen says whether p's deletion was received after an API outage,
+// pod_gone unknown.
+func goneUnseen(p *podState) bool { return p.Term != nil && !p.Term.GoneBy.IsZero() }

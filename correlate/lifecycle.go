@@ -16,6 +16,7 @@ const (
 	PartialHostNetwork   = "host_network"
 	PartialNetnsUnbound  = "netns_not_bound"
 	PartialEarlyOverflow = "early_events_overflow"
+	PartialAPIBlind      = "api_unreachable" // an API-side mark changed unwatched
 	maxGaps              = 64
 	minStopGrace         = 2 * time.Second // the kubelet's floor for the stop budget
 )
@@ -82,7 +83,7 @@ func (c *Correlator) Tick(now time.Time) []Termination {
 			// wait in the loop's queue, and dropping its termination would
 			// lose the exit and the listener's close it took in.
 			p.Term = nil
-		case !t.T.Marks.PodGone.IsZero() && !now.Before(c.deadline(p)):
+		case !goneBy(t).IsZero() && !now.Before(c.deadline(p)):
 			if d := c.complete(uid, p, now); !d.Hidden {
 				out = append(out, d.T)
 			}
@@ -99,7 +100,7 @@ func (c *Correlator) Tick(now time.Time) []Termination {
 // 2 s floor, plus KernelTail).
 func (c *Correlator) deadline(p *podState) time.Time {
 	t := p.Term
-	d := t.T.Marks.PodGone.Add(c.cfg.KernelTail)
+	d := goneBy(t).Add(c.cfg.KernelTail)
 	if allExited(p) {
 		return d
 	}
@@ -207,7 +208,7 @@ func (c *Correlator) markPartial(p *podState, t *Termination, final bool) (blind
 // end is the last moment a kernel event can still belong to p's
 // termination (zero while the pod is not gone: open-ended).
 func (c *Correlator) end(p *podState) time.Time {
-	if p.Term.T.Marks.PodGone.IsZero() {
+	if goneBy(p.Term).IsZero() {
 		return time.Time{}
 	}
 	return c.deadline(p)

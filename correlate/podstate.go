@@ -40,7 +40,10 @@ type podState struct {
 	// NotReadySince is when the endpoint last became not ready (zero while
 	// it is ready); EverPresent whether the pod was ever in a slice.
 	NotReadySince time.Time `json:"not_ready_since,omitzero"`
-	EverPresent   bool      `json:"ever_present,omitempty"`
+	// NotReadyBlind: NotReadySince is only when the slice watch caught up
+	// after an outage (collector.EndpointUpdate.BlindSince), not the change.
+	NotReadyBlind bool `json:"not_ready_blind,omitempty"`
+	EverPresent   bool `json:"ever_present,omitempty"`
 	// Kubelet events that arrived before the termination began.
 	Killing        time.Time `json:"killing,omitzero"`
 	KillingMessage string    `json:"killing_message,omitempty"` // the latest Killing's, kept for the cause
@@ -68,6 +71,11 @@ type termState struct {
 	PrestopMessage string `json:"prestop_message,omitempty"`
 	// Accepts logs accept times while endpoints_not_ready is unknown.
 	Accepts *acceptLog `json:"accepts,omitempty"`
+	// EndpointsBlind: the endpoint became not ready while the API side was
+	// not watched; GoneBy, when the pod's deletion was received after an
+	// outage (pod_gone unknown, the termination completes on it).
+	EndpointsBlind bool      `json:"endpoints_blind,omitempty"`
+	GoneBy         time.Time `json:"gone_by,omitzero"`
 	// AcceptedAfterStop holds cookies accepted after the stop signal, so an
 	// in-flight close of any other connection proves it was open at the
 	// stop signal. Capped at maxTrackedCookies.

@@ -18,6 +18,7 @@ var partialReasons = []string{
 	correlate.PartialHostNetwork,
 	correlate.PartialNetnsUnbound,
 	correlate.PartialEarlyOverflow,
+	correlate.PartialAPIBlind,
 	"events_lost",
 	"daemon_down",
 	"probe_unavailable",

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"slices"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/drainwatch/drainwatch/collector"
@@ -32,6 +34,8 @@ type namespaceWatch struct {
 type serviceSlices struct {
 	service string
 	stop    chan struct{}
+	// blind dates the changes delivered while catching up on a failure.
+	blind blindWindow
 }
 
 func newNamespaceWatch(w *endpointWatch, ns string) *namespaceWatch {
@@ -110,8 +114,14 @@ func (n *namespaceWatch) follow(name string) {
 	selector := labels.SelectorFromValidatedSet(labels.Set{discoveryv1.LabelServiceName: name}).String()
 	lw := cache.NewFilteredListWatchFromClient(n.w.k.client.DiscoveryV1().RESTClient(), "endpointslices", n.ns,
 		func(o *metav1.ListOptions) { o.LabelSelector = selector })
+	n.watchBlindness(lw, ss)
 	inf := cache.NewSharedIndexInformer(lw, &discoveryv1.EndpointSlice{}, 0, cache.Indexers{})
 	_ = inf.SetTransform(shrinkSliceObject)
+	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		if !notFailing(err) {
+			ss.blind.failed(n.w.k.cfg.Now())
+		}
+	})
 	_, _ = inf.AddEventHandler(n.sliceHandler(ss))
 	go inf.Run(ss.stop)
 	go n.reconcileAfterSync(inf, ss)
@@ -134,7 +144,29 @@ func (n *namespaceWatch) reconcileAfterSync(inf cache.SharedIndexInformer, ss *s
 		listed[key] = true
 	}
 	keep := func(key string, e sliceEntry) bool { return e.service != ss.service || listed[key] }
-	n.w.emit(n.w.table.retain(n.ns, keep, n.w.k.cfg.Now()))
+	now := n.w.k.cfg.Now()
+	n.w.emit(blindSince(n.w.table.retain(n.ns, keep, now), ss.blind.blindSince(now)))
+}
+
+// watchBlindness has every slice watch call of ss recorded in its blind
+// window: the reflector retries a refused watch without telling the error
+// handler, and an opened one ends the failure.
+func (n *namespaceWatch) watchBlindness(lw *cache.ListWatch, ss *serviceSlices) {
+	open := lw.WatchFuncWithContext
+	lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		wi, err := open(ctx, o)
+		ss.blind.watchCalled(err, n.w.k.cfg.Now())
+		return wi, err
+	}
+}
+
+// blindSince stamps updates with the start of the blind period they catch
+// up on (zero: none).
+func blindSince(updates []collector.EndpointUpdate, since time.Time) []collector.EndpointUpdate {
+	for i := range updates {
+		updates[i].BlindSince = since
+	}
+	return updates
 }
 
 func (n *namespaceWatch) sliceHandler(ss *serviceSlices) cache.ResourceEventHandler {
@@ -153,7 +185,8 @@ func (n *namespaceWatch) sliceHandler(ss *serviceSlices) cache.ResourceEventHand
 		n.w.mu.Lock()
 		defer n.w.mu.Unlock()
 		if n.slices[ss.service] == ss && !n.stopped {
-			n.w.emit(change(s, n.w.k.cfg.Now()))
+			now := n.w.k.cfg.Now()
+			n.w.emit(blindSince(change(s, now), ss.blind.blindSince(now)))
 		}
 	}
 	apply := func(obj any) { on(obj, n.w.table.apply) }

@@ -44,6 +44,7 @@ func (w *podWatch) newPodInformer(tweak func(*metav1.ListOptions)) cache.SharedI
 // failures (the API server answers), a refusal the reflector retries on its
 // own is one failure. Other errors reach watchFailed through the reflector.
 func (w *podWatch) watchCalled(err error) {
+	w.blind.watchCalled(err, w.k.cfg.Now())
 	switch {
 	case err == nil:
 		w.k.health.received()

@@ -2,16 +2,13 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"time"
 
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
@@ -26,6 +23,8 @@ const defaultGrace = 30 * time.Second
 // spec.nodeName, caching shrunk pods.
 type podWatch struct {
 	k *Kube
+	// blind dates the deletions delivered while catching up on a failure.
+	blind blindWindow
 }
 
 func newPodWatch(k *Kube) *podWatch { return &podWatch{k: k} }
@@ -59,14 +58,13 @@ func (w *podWatch) start(ctx context.Context) error {
 // watchFailed logs as the informer's default handler does and records the
 // failure for the daemon's liveness.
 func (w *podWatch) watchFailed(r *cache.Reflector, err error) {
-	if errors.Is(err, io.EOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-		// A closed stream or a compacted resource version: the informer
-		// resumes or relists, nothing is failing.
+	if notFailing(err) {
 		w.k.cfg.Log.Debug().Err(err).Msg("pod watch restarted")
 		return
 	}
 	w.k.counts.podFailures.Add(1)
 	w.k.health.failed(r, err)
+	w.blind.failed(w.k.cfg.Now())
 	w.k.cfg.Log.Warn().Err(err).Msg("pod watch failed; retrying")
 }
 
@@ -102,7 +100,8 @@ func (w *podWatch) onDelete(obj any) {
 	}
 	w.k.counts.pods.Add(1)
 	uid := string(pod.UID)
-	w.k.cfg.Sink.PodDeleted(collector.PodDeleted{Seen: w.k.cfg.Now(), UID: uid})
+	now := w.k.cfg.Now()
+	w.k.cfg.Sink.PodDeleted(collector.PodDeleted{Seen: now, UID: uid, BlindSince: w.blind.blindSince(now)})
 	linger := podGrace(pod) + w.k.cfg.Linger
 	time.AfterFunc(linger, func() {
 		w.k.events.stop(uid)

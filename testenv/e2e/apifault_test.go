@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -175,9 +176,12 @@ const (
 // accepts outran the log; the refusals stay exact). That case is not this
 // test's: here every expectation is exact.
 //
-// Expected, exactly: 4 terminations, each complete and exact (none
-// partial: the API side of the first two was seen whole before the outage,
-// and the API side cannot change while it is down), refusals equal to the
+// Expected, exactly: 4 terminations, each complete with exact counts; the
+// last two exact, the first two exact too (their API side was seen before
+// the outage and cannot change while it is down) except pod_gone: the
+// kernel's netns destruction sets it exactly; if only the pod watch
+// catching up saw the pod go, it is unknown and the termination partial
+// with api_unreachable alone; refusals equal to the
 // router's per pod; drainwatch_terminations_total 4 (the relists count
 // nothing twice); every Warning Event posted once, none dropped; the
 // daemon healthy throughout (the outage is far below daemon.APIFailingFor).
@@ -231,6 +235,9 @@ func TestAPIServerOutage(t *testing.T) {
 		t.Errorf("/healthz failed during a %v API-server outage", apiDownFor)
 	}
 	waitCaughtUp(ctx, t, d, first, slicesAtUp)
+	// Past the collector's catch-up window (2 s after a watch opens again):
+	// the next pods' endpoint changes are then dated, not api_unreachable.
+	time.Sleep(3 * time.Second)
 	if _, err := c.Kubectl(ctx, "-n", ns, "rollout", "resume", "deployment/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -248,6 +255,13 @@ func TestAPIServerOutage(t *testing.T) {
 		if got.Marks.StopSignal.Before(down) || got.Marks.Exit.After(up) {
 			t.Errorf("%s: stop signal %v, exit %v, not within the outage: the scenario proves nothing",
 				p.Name, got.Marks.StopSignal.Sub(down), got.Marks.Exit.Sub(down))
+		}
+		// pod_gone: the kernel's netns destruction, exact, or unknown with
+		// api_unreachable when only the pod watch catching up saw it go.
+		blind := slices.Equal(got.PartialReasons, []string{correlate.PartialAPIBlind})
+		if got.Marks.PodGone.IsZero() != blind || (got.Partial && !blind) {
+			t.Errorf("%s: pod_gone %v, partial %v: want exact, or unknown with %s alone",
+				p.Name, got.Marks.PodGone, got.PartialReasons, correlate.PartialAPIBlind)
 		}
 	}
 	checkRollout(ctx, t, d, r, old, reqs, nil)

@@ -55,6 +55,11 @@ func TestRunRejectsBadInput(t *testing.T) {
 			t.Errorf("run --ring-buffer-size %s exited %d, want 2", size, code)
 		}
 	}
+	for _, n := range []string{"0", "-1", "many"} {
+		if code := runCmd([]string{"--node-name", "n", "--state-dir", t.TempDir(), "--completed-in-memory", n}); code != 2 {
+			t.Errorf("run --completed-in-memory %s exited %d, want 2", n, code)
+		}
+	}
 }
 
 func TestParseSize(t *testing.T) {

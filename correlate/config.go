@@ -17,8 +17,10 @@ type Config struct {
 	// Default collector.PodTail, the one decision of a deleted pod's end of
 	// life that the API watches and the kernel scopes derive from too.
 	KernelTail time.Duration
-	// Retention is how long complete terminations stay readable through
-	// Terminations and Get (the daemon persists them for longer).
+	// Retention is how long a completed pod is remembered (its uid and
+	// completion time only) so that replayed events start no second
+	// termination; the records are Tick's caller's (the daemon persists
+	// them).
 	Retention time.Duration
 	// MaxConnPoints bounds Termination.Connections (the oldest are kept).
 	MaxConnPoints int

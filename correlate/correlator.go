@@ -15,9 +15,12 @@ type Correlator struct {
 	probeComms []collector.Comm
 	pods       map[string]*podState
 	idx        index
-	// done holds complete terminations for Config.Retention; it also stops
-	// a replayed API event from starting a second termination of a pod.
-	done map[string]doneTermination
+	// done holds when each complete termination completed, for
+	// Config.Retention: it stops a replayed API or node event from starting
+	// a second termination of the pod. The records themselves are Tick's
+	// caller's to keep (Tick returns each once): holding them here cost
+	// tens of KiB per termination for an hour.
+	done map[string]time.Time
 	gaps []kernelGap
 	// unattributed counts kernel events no pod claimed, by type.
 	unattributed [256]uint64
@@ -42,14 +45,6 @@ type Watermark struct {
 	Ties int       `json:"ties,omitempty"`
 }
 
-type doneTermination struct {
-	T  Termination `json:"t"`
-	At time.Time   `json:"at"` // when it became complete
-	// Hidden marks a pod that never ran, or a record restored as a bare
-	// tombstone: kept to ignore replays, not listed.
-	Hidden bool `json:"hidden,omitempty"`
-}
-
 // kernelGap is a span in which kernel events were lost or not collected;
 // a zero To is still open.
 type kernelGap struct {
@@ -66,7 +61,7 @@ func New(cfg Config) *Correlator {
 		probeComms: commsOf(cfg.ProbeComms),
 		pods:       make(map[string]*podState),
 		idx:        newIndex(),
-		done:       make(map[string]doneTermination),
+		done:       make(map[string]time.Time),
 	}
 }
 
@@ -125,11 +120,9 @@ func (c *Correlator) Unattributed() map[collector.EventType]uint64 {
 	return m
 }
 
-// Get returns the termination of a pod, complete or in progress.
+// Get returns the termination of a pod in progress; a complete one is no
+// longer the correlator's (Tick returned it).
 func (c *Correlator) Get(uid string) (Termination, bool) {
-	if d, ok := c.done[uid]; ok {
-		return d.T, !d.Hidden
-	}
 	p := c.pods[uid]
 	if p == nil || p.Term == nil || p.Term.Tentative {
 		return Termination{}, false
@@ -137,19 +130,13 @@ func (c *Correlator) Get(uid string) (Termination, bool) {
 	return c.evaluate(p, false), true
 }
 
-// Terminations returns every termination in progress and every complete
-// one still retained, oldest first. Diagnoses of those in progress are
-// provisional.
+// Terminations returns every termination in progress, oldest first. Their
+// diagnoses are provisional; complete ones are Tick's results.
 func (c *Correlator) Terminations() []Termination {
 	var ts []Termination
 	for uid := range c.pods {
 		if t, ok := c.Get(uid); ok {
 			ts = append(ts, t)
-		}
-	}
-	for _, d := range c.done {
-		if !d.Hidden {
-			ts = append(ts, d.T)
 		}
 	}
 	sort.Slice(ts, func(i, j int) bool {

@@ -69,8 +69,8 @@ func evictable(gaps []kernelGap) int {
 func (g kernelGap) open() bool { return g.To.IsZero() }
 
 // Tick completes the terminations whose pod is gone and whose kernel tail
-// has elapsed at now, returns them (oldest first), and forgets what
-// Retention no longer keeps.
+// has elapsed at now, returns them (oldest first, each once: the caller
+// keeps them), and forgets the completed pods Retention no longer keeps.
 func (c *Correlator) Tick(now time.Time) []Termination {
 	var out []Termination
 	for uid, p := range c.pods {
@@ -84,8 +84,8 @@ func (c *Correlator) Tick(now time.Time) []Termination {
 			// lose the exit and the listener's close it took in.
 			p.Term = nil
 		case !goneBy(t).IsZero() && !now.Before(c.deadline(p)):
-			if d := c.complete(uid, p, now); !d.Hidden {
-				out = append(out, d.T)
+			if t, ran := c.complete(uid, p, now); ran {
+				out = append(out, t)
 			}
 		}
 	}
@@ -123,22 +123,22 @@ func allExited(p *podState) bool {
 	return true
 }
 
-func (c *Correlator) complete(uid string, p *podState, now time.Time) doneTermination {
-	t := c.evaluate(p, true)
+// complete ends p's termination and remembers only when, to ignore
+// replays. A pod that never ran (deleted while pending, or long finished)
+// has no termination to report (ran is false).
+func (c *Correlator) complete(uid string, p *podState, now time.Time) (t Termination, ran bool) {
+	t = c.evaluate(p, true)
 	t.Complete = true
 	c.idx.forget(p)
 	delete(c.pods, uid)
-	// A pod that never ran (deleted while pending, or long finished) has no
-	// termination to report; it is kept only to ignore replays.
-	d := doneTermination{T: t, At: now, Hidden: !p.Term.Ran}
-	c.done[uid] = d
-	return d
+	c.done[uid] = now
+	return t, p.Term.Ran
 }
 
 func (c *Correlator) expire(now time.Time) {
 	horizon := now.Add(-c.cfg.Retention)
-	for uid, d := range c.done {
-		if d.At.Before(horizon) {
+	for uid, at := range c.done {
+		if at.Before(horizon) {
 			delete(c.done, uid)
 		}
 	}

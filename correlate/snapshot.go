@@ -3,6 +3,7 @@ package correlate
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/drainwatch/drainwatch/collector"
@@ -39,9 +40,7 @@ func (c *Correlator) Snapshot() (State, error) {
 		Pods: c.pods, Index: c.idx, Gaps: c.gaps, Completed: make(map[string]time.Time, len(c.done)),
 		Unattributed: c.Unattributed(), KernelWatermark: c.kernelSeen, SteadyReuse: steadyList(c.steadyReuse),
 	}
-	for uid, d := range c.done {
-		s.Completed[uid] = d.At
-	}
+	maps.Copy(s.Completed, c.done)
 	return clone(s)
 }
 
@@ -58,10 +57,8 @@ func (c *Correlator) Restore(s State) error {
 	if c.pods == nil {
 		c.pods = make(map[string]*podState)
 	}
-	c.done = make(map[string]doneTermination, len(s.Completed))
-	for uid, at := range s.Completed {
-		c.done[uid] = doneTermination{T: Termination{PodUID: uid, Complete: true}, At: at, Hidden: true}
-	}
+	c.done = make(map[string]time.Time, len(s.Completed))
+	maps.Copy(c.done, s.Completed)
 	if c.idx.Netns == nil || c.idx.Cgroups == nil || c.idx.IPs == nil {
 		c.idx = newIndex()
 		for _, p := range c.pods {

@@ -22,6 +22,12 @@ const (
 	// DefaultKeepCompleted is how long complete terminations stay in the
 	// store and the API (the correlator itself keeps them one hour).
 	DefaultKeepCompleted = 7 * 24 * time.Hour
+	// DefaultCompletedInMemory is how many complete terminations the API
+	// serves from memory (older ones are read from the store). 256 covers
+	// the last few rollouts of a busy node, what the UI and `timeline
+	// --follow` ask for, at a few MiB at most (a termination with its
+	// connection points bound full is tens of KiB).
+	DefaultCompletedInMemory = 256
 	// DefaultPinPath is where `drainwatch run` pins its BPF programs and
 	// maps (bpffs), so they keep collecting across a restart.
 	DefaultPinPath = "/sys/fs/bpf/drainwatch"
@@ -83,6 +89,10 @@ type Config struct {
 	// view; CheckpointEvery the store's checkpoints.
 	TickEvery, CheckpointEvery time.Duration
 	KeepCompleted              time.Duration
+	// CompletedInMemory bounds the complete terminations held in memory
+	// for the API (0: DefaultCompletedInMemory); the API reads the others,
+	// up to KeepCompleted old, from the store.
+	CompletedInMemory int
 	// NoEvents turns off the Warning Events posted on pods and workloads
 	// for each non-clean termination.
 	NoEvents bool
@@ -127,6 +137,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.KeepCompleted <= 0 {
 		c.KeepCompleted = DefaultKeepCompleted
+	}
+	if c.CompletedInMemory <= 0 {
+		c.CompletedInMemory = DefaultCompletedInMemory
 	}
 	if c.Now == nil {
 		c.Now = time.Now

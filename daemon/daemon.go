@@ -64,7 +64,7 @@ func New(cfg Config) (*Daemon, error) {
 		return nil, err
 	}
 	d := &Daemon{
-		cfg: cfg, log: cfg.Log, corr: correlate.New(cfg.Correlate), view: newTerminationView(),
+		cfg: cfg, log: cfg.Log, corr: correlate.New(cfg.Correlate), view: newTerminationView(cfg.CompletedInMemory, cfg.Log),
 		metrics: exporter.NewMetrics(exporter.Options{Now: cfg.Now}), api: make(chan apiEvent, apiBuffer),
 	}
 	d.state = newStateMetrics(d.metrics.Registry())
@@ -100,6 +100,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		return err
 	}
 	d.store = st.store
+	d.view.readOlder(d.store)
 	defer func() { err = errors.Join(err, d.store.Close()) }()
 	cp, restored := st.cp, st.restored
 	d.restoreCompleted(cp, st.completed)

@@ -194,6 +194,7 @@ func (d *Daemon) checkpoint(clean bool) error {
 		return err
 	}
 	d.completed = nil
+	d.view.saved()
 	d.counters.pace.checkpointed(now, scopes)
 	cutoff := now.Add(-d.cfg.KeepCompleted)
 	d.view.prune(cutoff)

@@ -1,6 +1,10 @@
 package daemon
 
-import "github.com/drainwatch/drainwatch/correlate"
+import (
+	"slices"
+
+	"github.com/drainwatch/drainwatch/correlate"
+)
 
 // A _total series never decreases across restarts. Each checkpoint saves
 // the cumulative value of every live series with the terminations completed
@@ -22,7 +26,9 @@ func (d *Daemon) restoreCompleted(cp Checkpoint, ts []correlate.Termination) {
 			d.log.Warn().Err(err).Msg("metric counters not restored: rebuilding them from the stored terminations (series older than the TTL restart lower)")
 		}
 	}
+	slices.SortFunc(ts, byLastMark)
 	d.view.keep(ts...)
+	d.view.saved()
 	for _, t := range ts {
 		d.metrics.ObserveTermination(t)
 	}

@@ -216,20 +216,46 @@ func (s *Store) LoadCheckpoint() (cp Checkpoint, ok bool, err error) {
 // Completed returns the complete terminations stored, any order.
 func (s *Store) Completed() ([]correlate.Termination, error) {
 	var out []correlate.Termination
+	err := s.EachCompleted(func(t correlate.Termination) error {
+		out = append(out, t)
+		return nil
+	})
+	return out, err
+}
+
+// EachCompleted calls fn with each complete termination stored, any order,
+// decoding one at a time (the API filters them without holding them all).
+// It is safe while checkpoints are written.
+func (s *Store) EachCompleted(fn func(correlate.Termination) error) error {
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketTerminations).ForEach(func(_, v []byte) error {
+		return tx.Bucket(bucketTerminations).ForEach(func(k, v []byte) error {
 			var t correlate.Termination
 			if err := json.Unmarshal(v, &t); err != nil {
-				return err
+				return fmt.Errorf("decoding the termination of pod uid %s: %w", k, err)
 			}
-			out = append(out, t)
-			return nil
+			return fn(t)
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading stored terminations: %w", err)
+		return fmt.Errorf("reading stored terminations: %w", err)
 	}
-	return out, nil
+	return nil
+}
+
+// Termination returns the stored complete termination of a pod.
+func (s *Store) Termination(uid string) (t correlate.Termination, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketTerminations).Get([]byte(uid))
+		if v == nil {
+			return nil
+		}
+		ok = true
+		return json.Unmarshal(v, &t)
+	})
+	if err != nil {
+		return correlate.Termination{}, false, fmt.Errorf("reading the stored termination of pod uid %s: %w", uid, err)
+	}
+	return t, ok, nil
 }
 
 // Prune deletes complete terminations whose last mark is before cutoff.

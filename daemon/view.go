@@ -1,26 +1,54 @@
 package daemon
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/exporter"
 )
+
+// completedReader is the store as the view reads it: the complete
+// terminations no longer held in memory.
+type completedReader interface {
+	Termination(uid string) (correlate.Termination, bool, error)
+	EachCompleted(fn func(correlate.Termination) error) error
+}
 
 // terminationView is the exporter's thread-safe read side: the correlator
 // is owned by the loop goroutine, which publishes a copy of its
-// terminations every tick, merged with the complete terminations of the
-// store (older than the correlator's retention).
+// terminations in progress every tick. Complete terminations stay in
+// memory up to a bound (the most recent, what the UI and `timeline
+// --follow` ask for); older ones are read from the store, so memory does
+// not grow with the number of terminations a node has seen.
 type terminationView struct {
-	mu     sync.RWMutex
-	live   []correlate.Termination
-	stored map[string]correlate.Termination // complete, by pod UID
+	mu   sync.RWMutex
+	live []correlate.Termination
+	// recent are complete terminations by pod UID; order lists them oldest
+	// first. Beyond bound, the oldest already saved in older leave memory.
+	recent map[string]correlate.Termination
+	order  []string
+	bound  int
+	older  completedReader // nil: none (before the store is open)
+	log    zerolog.Logger
 	// watched are the pods whose network namespace is watched now.
 	watched map[string]bool
 }
 
-func newTerminationView() *terminationView {
-	return &terminationView{stored: make(map[string]correlate.Termination)}
+func newTerminationView(bound int, log zerolog.Logger) *terminationView {
+	return &terminationView{recent: make(map[string]correlate.Termination), bound: bound, log: log}
+}
+
+// readOlder makes the view serve the complete terminations it evicted
+// from r.
+func (v *terminationView) readOlder(r completedReader) {
+	v.mu.Lock()
+	v.older = r
+	v.mu.Unlock()
 }
 
 // publish replaces the live terminations.
@@ -45,40 +73,86 @@ func (v *terminationView) isWatched(uid string) bool {
 }
 
 // keep adds complete terminations (restored from the store, or just
-// completed).
+// completed). They stay in memory at least until the next saved call: a
+// termination not yet in the store must not vanish from the API.
 func (v *terminationView) keep(ts ...correlate.Termination) {
 	v.mu.Lock()
 	for _, t := range ts {
-		v.stored[t.PodUID] = t
+		if _, ok := v.recent[t.PodUID]; !ok {
+			v.order = append(v.order, t.PodUID)
+		}
+		v.recent[t.PodUID] = t
 	}
 	v.mu.Unlock()
 }
 
-// prune forgets stored terminations last changed before cutoff.
+// saved says that every termination kept so far is in the store: the
+// oldest beyond the bound leave memory.
+func (v *terminationView) saved() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := len(v.order) - v.bound
+	if n <= 0 || v.older == nil {
+		return
+	}
+	for _, uid := range v.order[:n] {
+		delete(v.recent, uid)
+	}
+	v.order = slices.Clone(v.order[n:])
+}
+
+// prune forgets kept terminations last changed before cutoff (the store
+// prunes its own).
 func (v *terminationView) prune(cutoff time.Time) {
 	v.mu.Lock()
-	for uid, t := range v.stored {
-		if t.Marks.Last().Before(cutoff) {
-			delete(v.stored, uid)
+	defer v.mu.Unlock()
+	v.order = slices.DeleteFunc(v.order, func(uid string) bool {
+		if v.recent[uid].Marks.Last().Before(cutoff) {
+			delete(v.recent, uid)
+			return true
 		}
-	}
-	v.mu.Unlock()
+		return false
+	})
 }
 
 // Terminations returns every termination known, live ones first.
 func (v *terminationView) Terminations() []correlate.Termination {
+	return v.Matching(exporter.Filter{})
+}
+
+// Matching returns the terminations f selects, live ones first, then the
+// recent ones, then the store's, read one at a time so that only the
+// matching ones are held (and without the lock: a long read must not stall
+// the loop's publish).
+func (v *terminationView) Matching(f exporter.Filter) []correlate.Termination {
 	v.mu.RLock()
-	defer v.mu.RUnlock()
-	out := make([]correlate.Termination, 0, len(v.live)+len(v.stored))
-	seen := make(map[string]bool, len(v.live))
+	var out []correlate.Termination
+	seen := make(map[string]bool, len(v.live)+len(v.order))
 	for _, t := range v.live {
-		out = append(out, t)
 		seen[t.PodUID] = true
-	}
-	for uid, t := range v.stored {
-		if !seen[uid] {
+		if f.Match(t) {
 			out = append(out, t)
 		}
+	}
+	for _, uid := range v.order {
+		if t := v.recent[uid]; !seen[uid] && f.Match(t) {
+			out = append(out, t)
+		}
+		seen[uid] = true
+	}
+	older := v.older
+	v.mu.RUnlock()
+	if older == nil {
+		return out
+	}
+	err := older.EachCompleted(func(t correlate.Termination) error {
+		if !seen[t.PodUID] && f.Match(t) {
+			out = append(out, t)
+		}
+		return nil
+	})
+	if err != nil {
+		v.log.Error().Err(err).Msg("reading older terminations from the store: the API lists only the recent ones")
 	}
 	return out
 }
@@ -86,12 +160,27 @@ func (v *terminationView) Terminations() []correlate.Termination {
 // Get returns one pod's termination.
 func (v *terminationView) Get(uid string) (correlate.Termination, bool) {
 	v.mu.RLock()
-	defer v.mu.RUnlock()
 	for _, t := range v.live {
 		if t.PodUID == uid {
+			v.mu.RUnlock()
 			return t, true
 		}
 	}
-	t, ok := v.stored[uid]
+	t, ok := v.recent[uid]
+	older := v.older
+	v.mu.RUnlock()
+	if ok || older == nil {
+		return t, ok
+	}
+	t, ok, err := older.Termination(uid)
+	if err != nil {
+		v.log.Error().Err(err).Str("pod_uid", uid).Msg("reading a termination from the store")
+	}
 	return t, ok
+}
+
+// byLastMark orders restored terminations as they completed, so the
+// oldest leave memory first.
+func byLastMark(a, b correlate.Termination) int {
+	return cmp.Or(a.Marks.Last().Compare(b.Marks.Last()), cmp.Compare(a.PodUID, b.PodUID))
 }

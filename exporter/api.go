@@ -69,12 +69,23 @@ func ParseFilter(q url.Values, now time.Time) (Filter, error) {
 	return f, nil
 }
 
+// FilteringSource is a TerminationSource that applies a filter itself
+// (Filter.Match), e.g. while reading a store, holding only what matches.
+type FilteringSource interface {
+	TerminationSource
+	Matching(f Filter) []correlate.Termination
+}
+
 // Select returns the terminations of src that pass f, sorted by start time.
 func Select(src TerminationSource, f Filter) []correlate.Termination {
 	var out []correlate.Termination
-	for _, t := range src.Terminations() {
-		if f.Match(t) {
-			out = append(out, t)
+	if fs, ok := src.(FilteringSource); ok {
+		out = fs.Matching(f)
+	} else {
+		for _, t := range src.Terminations() {
+			if f.Match(t) {
+				out = append(out, t)
+			}
 		}
 	}
 	sortTerminations(out)

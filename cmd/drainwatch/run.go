@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -28,7 +29,7 @@ type runFlags struct {
 	logLevel, logFormat                                string
 	kubeletComms                                       string
 	http2Tracking, auth, tlsCert, tlsKey               string
-	ringBufferSize, pprofAddr                          string
+	ringBufferSize, pprofAddr, completedInMemory       string
 	noEvents, unpinOnExit, tlsSelfSigned               bool
 }
 
@@ -54,6 +55,8 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.StringVar(&f.tlsKey, "tls-key-file", os.Getenv("DRAINWATCH_TLS_KEY_FILE"), "the key of --tls-cert-file (env DRAINWATCH_TLS_KEY_FILE)")
 	fs.StringVar(&f.ringBufferSize, "ring-buffer-size", envOr("DRAINWATCH_RING_BUFFER_SIZE", "4Mi"), "size of the kernel's event ring buffer, a power of two (e.g. 1Mi, 2Mi, 4Mi); it is resident twice in the daemon's memory, and holds the events of terminating pods until the reader takes them (env DRAINWATCH_RING_BUFFER_SIZE)")
 	fs.StringVar(&f.pprofAddr, "pprof-addr", os.Getenv("DRAINWATCH_PPROF_ADDR"), "serve Go's runtime profiles (heap, CPU, goroutines) at http://<addr>/debug/pprof/ on a listener of their own, without authentication: bind it to loopback (127.0.0.1:6060) and reach it with kubectl port-forward; empty (the default) serves none (env DRAINWATCH_PPROF_ADDR)")
+	fs.StringVar(&f.completedInMemory, "completed-in-memory", envOr("DRAINWATCH_COMPLETED_IN_MEMORY", strconv.Itoa(daemon.DefaultCompletedInMemory)),
+		"how many complete terminations the API serves from memory; older ones (up to 7 days) are read from the state store, so memory stays flat however many pods terminate (env DRAINWATCH_COMPLETED_IN_MEMORY)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -120,13 +123,18 @@ func runCmd(args []string) int {
 		fmt.Fprintln(os.Stderr, "drainwatch run: --ring-buffer-size:", err)
 		return 2
 	}
+	inMemory, err := strconv.Atoi(f.completedInMemory)
+	if err != nil || inMemory <= 0 {
+		fmt.Fprintf(os.Stderr, "drainwatch run: --completed-in-memory %q: want a positive number of terminations\n", f.completedInMemory)
+		return 2
+	}
 	d, err := daemon.New(daemon.Config{
 		NodeName: f.nodeName, Kubeconfig: f.kubeconfig, ListenAddr: f.listen,
 		StateDir: f.stateDir, CgroupRoot: f.cgroupRoot, Log: log, NoEvents: f.noEvents,
 		PinPath: f.pinPath, UnpinOnExit: f.unpinOnExit,
 		Auth: f.auth, TLSCertFile: f.tlsCert, TLSKeyFile: f.tlsKey, TLSSelfSigned: f.tlsSelfSigned,
 		Correlate:     correlate.Config{ProbeComms: splitList(f.kubeletComms)},
-		HTTP2Tracking: f.http2Tracking, RingBufferSize: ringBytes,
+		HTTP2Tracking: f.http2Tracking, RingBufferSize: ringBytes, CompletedInMemory: inMemory,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("invalid configuration")

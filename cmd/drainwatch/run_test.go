@@ -18,7 +18,7 @@ func TestParseRunFlagsFromEnvironment(t *testing.T) {
 	}
 	want := runFlags{nodeName: "node-7", stateDir: "/var/lib/dw", listen: "", cgroupRoot: "",
 		logLevel: "debug", logFormat: "json", kubeconfig: f.kubeconfig, pinPath: "/sys/fs/bpf/drainwatch", kubeletComms: "kubelet",
-		http2Tracking: "always", auth: "none", tlsCert: "/tls/tls.crt", ringBufferSize: "4Mi"}
+		http2Tracking: "always", auth: "none", tlsCert: "/tls/tls.crt", ringBufferSize: "4Mi", completedInMemory: "256"}
 	if f != want {
 		t.Fatalf("flags = %+v, want %+v", f, want)
 	}
@@ -53,6 +53,11 @@ func TestRunRejectsBadInput(t *testing.T) {
 	for _, size := range []string{"3Mi", "1Ki", "big", "-4Mi"} {
 		if code := runCmd([]string{"--node-name", "n", "--state-dir", t.TempDir(), "--ring-buffer-size", size}); code != 2 {
 			t.Errorf("run --ring-buffer-size %s exited %d, want 2", size, code)
+		}
+	}
+	for _, n := range []string{"0", "-1", "many"} {
+		if code := runCmd([]string{"--node-name", "n", "--state-dir", t.TempDir(), "--completed-in-memory", n}); code != 2 {
+			t.Errorf("run --completed-in-memory %s exited %d, want 2", n, code)
 		}
 	}
 }

@@ -5,7 +5,7 @@
 //
 // Each Proxy has its own --config file (mode, sync periods: the lag knob),
 // and serves healthz and metrics on the node namespace's loopback. It reaches
-// the API server through a relay on that loopback (see relay.go): the API
+// the API server through a relay on that loopback (netlab.Relay): the API
 // server listens on the root namespace's 127.0.0.1, which a process inside
 // the node namespace cannot see, and the root namespace has no route to the
 // pods, so nothing else connects the two. Its kubeconfig carries the node's
@@ -75,7 +75,7 @@ type Config struct {
 type Proxy struct {
 	cfg   Config
 	cmd   *exec.Cmd
-	relay *relay
+	relay *netlab.Relay
 	done  chan struct{}
 	err   error
 }
@@ -94,11 +94,11 @@ func Start(ctx context.Context, cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube-proxy %s: API server URL: %w", cfg.Node, err)
 	}
-	if p.relay, err = startRelay(cfg.NS, net.JoinHostPort("127.0.0.1", fmt.Sprint(RelayPort)), api.Host, cfg.Log); err != nil {
+	if p.relay, err = netlab.StartRelay(cfg.NS, net.JoinHostPort("127.0.0.1", fmt.Sprint(RelayPort)), api.Host, cfg.Log); err != nil {
 		return nil, fmt.Errorf("kube-proxy %s: %w", cfg.Node, err)
 	}
 	if err := p.start(); err != nil {
-		p.relay.close()
+		p.relay.Close()
 		return nil, err
 	}
 	if err := p.waitHealthy(ctx); err != nil {
@@ -172,7 +172,7 @@ func (p *Proxy) Dial(ctx context.Context, network, addr string) (net.Conn, error
 // Stop ends kube-proxy (SIGTERM, SIGKILL after 5 s) and the relay. Its rules
 // stay in the node namespace until the namespace goes.
 func (p *Proxy) Stop() error {
-	defer p.relay.close()
+	defer p.relay.Close()
 	select {
 	case <-p.done:
 		return nil

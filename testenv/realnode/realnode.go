@@ -81,7 +81,7 @@ type Node struct {
 
 	binDir, podCIDR, podGateway string
 	client                      kubernetes.Interface
-	relay                       *relay
+	relay                       *netlab.Relay
 	procs                       []*proc
 	log                         zerolog.Logger
 }
@@ -152,7 +152,7 @@ func (n *Node) bringUp(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if n.relay, err = startRelay(n.NS, api); err != nil {
+	if n.relay, err = netlab.StartRelay(n.NS, "127.0.0.1:0", api, cfg.Log); err != nil {
 		return fmt.Errorf("API server relay: %w", err)
 	}
 	kubeconfig, err := n.writeKubeconfig(cfg.Kubeconfig, n.relay.Addr())

@@ -125,48 +125,56 @@ func BuildImage(c Config, arch string) (v1.Image, error) {
 	return img, nil
 }
 
-// passwd and group let the image run as root (what the DaemonSet does, for
+// Passwd and Group let an image run as root (what the DaemonSet does, for
 // its capabilities) or as nonroot 65532 (timeline, doctor without eBPF).
 const (
-	passwd = "root:x:0:0:root:/:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/:/sbin/nologin\n"
-	group  = "root:x:0:\nnonroot:x:65532:\n"
+	Passwd = "root:x:0:0:root:/:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/:/sbin/nologin\n"
+	Group  = "root:x:0:\nnonroot:x:65532:\n"
 )
 
 // rootfs is the layer's tar: directories, passwd, group and the binary,
 // every entry owned by root with the fixed mtime.
 func rootfs(bin []byte, mtime time.Time) ([]byte, error) {
+	return Layer([]Entry{
+		{Name: "etc/", Mode: 0o755, Dir: true},
+		{Name: "etc/group", Mode: 0o644, Data: []byte(Group)},
+		{Name: "etc/passwd", Mode: 0o644, Data: []byte(Passwd)},
+		// The DaemonSet's mount points, so a read-only root needs none created.
+		{Name: "sys/", Mode: 0o555, Dir: true},
+		{Name: "tmp/", Mode: 0o1777, Dir: true},
+		{Name: "usr/", Mode: 0o755, Dir: true},
+		{Name: "usr/bin/", Mode: 0o755, Dir: true},
+		{Name: "usr/bin/drainwatch", Mode: 0o755, Data: bin},
+		{Name: "var/", Mode: 0o755, Dir: true},
+		{Name: "var/lib/", Mode: 0o755, Dir: true},
+		{Name: "var/lib/drainwatch/", Mode: 0o700, Dir: true},
+	}, mtime)
+}
+
+// Entry is one file or directory of a layer.
+type Entry struct {
+	Name string // relative, directories end in "/"
+	Mode int64
+	Data []byte
+	Dir  bool
+}
+
+// Layer is the tar of entries, in order, every one owned by root with
+// mtime: the same entries give the same bytes (reproducible digests).
+func Layer(entries []Entry, mtime time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	entries := []struct {
-		name string
-		mode int64
-		data []byte
-		dir  bool
-	}{
-		{name: "etc/", mode: 0o755, dir: true},
-		{name: "etc/group", mode: 0o644, data: []byte(group)},
-		{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
-		// The DaemonSet's mount points, so a read-only root needs none created.
-		{name: "sys/", mode: 0o555, dir: true},
-		{name: "tmp/", mode: 0o1777, dir: true},
-		{name: "usr/", mode: 0o755, dir: true},
-		{name: "usr/bin/", mode: 0o755, dir: true},
-		{name: "usr/bin/drainwatch", mode: 0o755, data: bin},
-		{name: "var/", mode: 0o755, dir: true},
-		{name: "var/lib/", mode: 0o755, dir: true},
-		{name: "var/lib/drainwatch/", mode: 0o700, dir: true},
-	}
 	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Mode: e.mode, ModTime: mtime.UTC(), Format: tar.FormatPAX,
-			Typeflag: tar.TypeReg, Size: int64(len(e.data)), Uname: "root", Gname: "root"}
-		if e.dir {
+		h := &tar.Header{Name: e.Name, Mode: e.Mode, ModTime: mtime.UTC(), Format: tar.FormatPAX,
+			Typeflag: tar.TypeReg, Size: int64(len(e.Data)), Uname: "root", Gname: "root"}
+		if e.Dir {
 			h.Typeflag, h.Size = tar.TypeDir, 0
 		}
 		if err := tw.WriteHeader(h); err != nil {
-			return nil, fmt.Errorf("layer entry %s: %w", e.name, err)
+			return nil, fmt.Errorf("layer entry %s: %w", e.Name, err)
 		}
-		if _, err := tw.Write(e.data); err != nil {
-			return nil, fmt.Errorf("layer entry %s: %w", e.name, err)
+		if _, err := tw.Write(e.Data); err != nil {
+			return nil, fmt.Errorf("layer entry %s: %w", e.Name, err)
 		}
 	}
 	if err := tw.Close(); err != nil {

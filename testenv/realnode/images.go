@@ -1,7 +1,6 @@
 package realnode
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/drainwatch/drainwatch/testenv/gobuild"
+	"github.com/drainwatch/drainwatch/testenv/oci"
 )
 
 // PauseImage is the sandbox image every real node gets (containerd's
@@ -82,45 +82,18 @@ func buildImage(im Image) (v1.Image, error) {
 	return mutate.ConfigFile(img, cf)
 }
 
-const (
-	passwd = "root:x:0:0:root:/:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/:/sbin/nologin\n"
-	group  = "root:x:0:\nnonroot:x:65532:\n"
-)
-
+// layer is the image's one layer: the directories a pod needs, passwd and
+// group, and the binary as /usr/bin/<binName>, dated at the epoch.
 func layer(binName string, bin []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	mtime := time.Unix(0, 0)
-	entries := []struct {
-		name string
-		mode int64
-		data []byte
-		dir  bool
-	}{
-		{name: "etc/", mode: 0o755, dir: true},
-		{name: "etc/group", mode: 0o644, data: []byte(group)},
-		{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
-		{name: "tmp/", mode: 0o1777, dir: true},
-		{name: "usr/", mode: 0o755, dir: true},
-		{name: "usr/bin/", mode: 0o755, dir: true},
-		{name: "usr/bin/" + binName, mode: 0o755, data: bin},
-	}
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Mode: e.mode, ModTime: mtime, Typeflag: tar.TypeReg, Size: int64(len(e.data))}
-		if e.dir {
-			h.Typeflag, h.Size = tar.TypeDir, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, fmt.Errorf("layer entry %s: %w", e.name, err)
-		}
-		if _, err := tw.Write(e.data); err != nil {
-			return nil, fmt.Errorf("layer entry %s: %w", e.name, err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return oci.Layer([]oci.Entry{
+		{Name: "etc/", Mode: 0o755, Dir: true},
+		{Name: "etc/group", Mode: 0o644, Data: []byte(oci.Group)},
+		{Name: "etc/passwd", Mode: 0o644, Data: []byte(oci.Passwd)},
+		{Name: "tmp/", Mode: 0o1777, Dir: true},
+		{Name: "usr/", Mode: 0o755, Dir: true},
+		{Name: "usr/bin/", Mode: 0o755, Dir: true},
+		{Name: "usr/bin/" + binName, Mode: 0o755, Data: bin},
+	}, time.Unix(0, 0))
 }
 
 // importImages writes each image as a docker-archive tarball and imports it

@@ -46,10 +46,16 @@ func (k KeepAlive) Run(ctx context.Context) []Request {
 	var mu sync.Mutex
 	var all []Request
 	var wg sync.WaitGroup
-	for range k.Conns {
+	for i := range k.Conns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Slots start spread over one Interval, as a proxy's pool is
+			// used: at any instant some connections were just used and some
+			// have been idle for most of the Interval.
+			if !sleepUntil(ctx, time.Now().Add(time.Duration(i)*k.Interval/time.Duration(k.Conns))) {
+				return
+			}
 			reqs := k.slot(ctx)
 			mu.Lock()
 			all = append(all, reqs...)

@@ -18,9 +18,13 @@ import (
 // whose idle timeout is longer than the server's). Every reuse after the
 // first request of a connection meets a connection the server closed.
 const (
-	serverIdle  = 200 * time.Millisecond
-	poolEvery   = 500 * time.Millisecond
-	poolConns   = 3
+	serverIdle = 200 * time.Millisecond
+	poolEvery  = 500 * time.Millisecond
+	// poolConns per pod, their requests spread over poolEvery (the pool
+	// staggers them): at any stop signal, the connections used within the
+	// last serverIdle (about 3 of 8) are open, and the stop signal closes
+	// them under the pool.
+	poolConns   = 8
 	steadyFor   = 2 * time.Second
 	poolRunsFor = 40 * time.Second
 )
@@ -29,7 +33,7 @@ const (
 // idle keep-alive connections after 200 ms and, at its stop signal, turns
 // keep-alives off (closing the idle connections at once) and serves 1 s
 // more (protocol mode, drain delay 1 s), each pod with a client
-// pool of 3 connections that sends on each every 500 ms and never retries
+// pool of 8 connections that sends on each every 500 ms and never retries
 // (so each request lost on a reused connection is one client error: EOF
 // after the server's FIN, the RST being the kernel's answer to the request).
 // Steady state for 2 s, then `kubectl rollout restart`: the pools reuse the

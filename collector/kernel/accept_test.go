@@ -52,7 +52,6 @@ func TestTenThousandAccepts(t *testing.T) {
 	}
 }
 
-// acceptAndClose accepts until the listener closes and reports how many.
 // acceptN accepts and closes want connections (or until the listener fails
 // or 60 s pass) and sends how many it accepted.
 func acceptN(ln *net.TCPListener, want int) <-chan int {
@@ -68,23 +67,6 @@ func acceptN(ln *net.TCPListener, want int) <-chan int {
 			c.Close()
 		}
 		done <- n
-	}()
-	return done
-}
-
-func acceptAndClose(ln net.Listener) <-chan int {
-	done := make(chan int, 1)
-	go func() {
-		n := 0
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				done <- n
-				return
-			}
-			n++
-			c.Close()
-		}
 	}()
 	return done
 }

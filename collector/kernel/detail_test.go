@@ -127,7 +127,7 @@ func TestDetailOptionSendsEveryAccept(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	waitDone := acceptAndClose(ln)
+	waitDone := acceptN(ln.(*net.TCPListener), n)
 	dialN(t, l, n)
 	evs := collect(k, 10*time.Second, func(evs []collector.Event) bool { return countType(evs, collector.EventAccept, srv) >= n })
 	evs = append(evs, drain(k, 300*time.Millisecond)...)
@@ -137,8 +137,9 @@ func TestDetailOptionSendsEveryAccept(t *testing.T) {
 	if s := scopeAccepts(t, k, srv); s.Accepts != n || s.Held != 0 {
 		t.Fatalf("accepts %d held %d; want %d and 0", s.Accepts, s.Held, n)
 	}
-	ln.Close()
-	<-waitDone
+	if got := <-waitDone; got != n {
+		t.Fatalf("server accepted %d, want %d", got, n)
+	}
 }
 
 // checkRecent: the held accepts since the completeness floor are exactly

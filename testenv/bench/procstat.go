@@ -35,13 +35,13 @@ func processCPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * clockTick, nil
 }
 
-// memory is a process's resident memory in KiB, from /proc/<pid>/status.
-type memory struct {
+// Memory is a process's resident memory in KiB, from /proc/<pid>/status.
+type Memory struct {
 	RSS, HWM, Anon, File int
 }
 
-// processMemory reads pid's VmRSS, VmHWM, RssAnon and RssFile.
-func processMemory(pid int) (m memory, err error) {
+// ProcessMemory reads pid's VmRSS, VmHWM, RssAnon and RssFile.
+func ProcessMemory(pid int) (m Memory, err error) {
 	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
 		return m, fmt.Errorf("reading the daemon's memory: %w", err)

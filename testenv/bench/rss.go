@@ -14,7 +14,7 @@ import (
 type RSS struct {
 	Pods  int
 	After time.Duration // since the pods run
-	memory
+	Memory
 	// IdleCPU is the daemon's CPU time per second of wall time since the
 	// previous reading with as many pods (none for the first): nothing
 	// terminates and nothing connects meanwhile, so it is what the daemon
@@ -50,11 +50,11 @@ func (b *bench) rss(ctx context.Context) ([]RSS, error) {
 		var last cpuReading
 		for _, after := range rssAfter {
 			time.Sleep(time.Until(running.Add(after)))
-			m, err := processMemory(d.PID())
+			m, err := ProcessMemory(d.PID())
 			if err != nil {
 				return out, err
 			}
-			r := RSS{Pods: n, After: after, memory: m}
+			r := RSS{Pods: n, After: after, Memory: m}
 			now, err := readCPU(d.PID())
 			if err != nil {
 				return out, err

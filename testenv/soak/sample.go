@@ -15,6 +15,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/drainwatch/drainwatch/testenv/bench"
 	"github.com/drainwatch/drainwatch/testenv/lab"
 )
 
@@ -48,8 +49,8 @@ func takeSample(d *lab.Daemon, stateDir, pinDir string) Sample {
 			errs = append(errs, err.Error())
 		}
 	}
-	var err error
-	s.RSSKiB, err = vmRSS(d.PID())
+	m, err := bench.ProcessMemory(d.PID())
+	s.RSSKiB = m.RSS
 	note(err)
 	s.OpenFDs, err = openFDs(d.PID())
 	note(err)
@@ -66,21 +67,6 @@ func takeSample(d *lab.Daemon, stateDir, pinDir string) Sample {
 		s.Err = " errors: " + strings.Join(errs, "; ")
 	}
 	return s
-}
-
-func vmRSS(pid int) (int, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
 
 func openFDs(pid int) (int, error) {

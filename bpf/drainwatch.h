@@ -267,6 +267,50 @@ struct {
 	__type(value, struct syn_slots);
 } local_syns SEC(".maps");
 
+/* A thread group: its tgid and its leader's start time, which a reused
+ * tgid does not share. */
+struct group_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 start_time;
+};
+
+/* Groups whose exit the fallback exit program reported (bpf/exit.bpf.c).
+ * The duplicates come within microseconds of the first report, so an LRU
+ * that forgets old groups loses nothing; each entry is one exit of a
+ * watched process. Shared, so that user space can count its evictions. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct group_key);
+	__type(value, __u8);
+} group_exits SEC(".maps");
+
+/* Inserts into the LRU maps, per CPU, indexed by enum lru_map. Neither map
+ * deletes an entry, so user space counts the evictions as the inserts
+ * minus the entries left: an LRU forgets silently, and an eviction of a
+ * local_syns entry between a connect and its accept loses that
+ * connection's node-local source. */
+enum lru_map {
+	LRU_LOCAL_SYNS = 0,
+	LRU_GROUP_EXITS = 1,
+	LRU_MAPS = 2,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LRU_MAPS);
+	__type(key, __u32);
+	__type(value, __u64);
+} lru_inserts SEC(".maps");
+
+static __always_inline void lru_inserted(__u32 which)
+{
+	__u64 *n = bpf_map_lookup_elem(&lru_inserts, &which);
+	if (n)
+		(*n)++; /* per CPU: no other writer */
+}
+
 
 
 /* Set by `drainwatch trace` without filters; the verifier prunes the map

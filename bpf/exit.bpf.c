@@ -6,26 +6,8 @@
  * else signal->live reaching 0. do_exit decrements live well before the
  * tracepoint, so every thread of a group exiting at the same moment may
  * see 0: the fallback reports the group once, the first time, through
- * group_exits. */
+ * group_exits (bpf/drainwatch.h). */
 #include "drainwatch.h"
-
-/* A thread group: its tgid and its leader's start time, which a reused
- * tgid does not share. */
-struct group_key {
-	__u32 tgid;
-	__u32 pad;
-	__u64 start_time;
-};
-
-/* Groups whose exit the fallback reported. The duplicates come within
- * microseconds of the first report, so an LRU that forgets old groups
- * loses nothing; each entry is one exit of a watched process. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct group_key);
-	__type(value, __u8);
-} group_exits SEC(".maps");
 
 static __always_inline void emit_exit(struct task_struct *task)
 {
@@ -58,7 +40,9 @@ int BPF_PROG(process_exit_live, struct task_struct *task)
 	};
 	__u8 one = 1;
 	/* Only the first thread to get here inserts the key. */
-	if (bpf_map_update_elem(&group_exits, &key, &one, BPF_NOEXIST) == 0)
+	if (bpf_map_update_elem(&group_exits, &key, &one, BPF_NOEXIST) == 0) {
+		lru_inserted(LRU_GROUP_EXITS);
 		emit_exit(task);
+	}
 	return 0;
 }

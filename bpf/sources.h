@@ -49,7 +49,8 @@ static __always_inline void local_connect(const struct sock *sk)
 	struct syn_slots *v = bpf_map_lookup_elem(&local_syns, &key);
 	if (!v) {
 		struct syn_slots zero = {};
-		bpf_map_update_elem(&local_syns, &key, &zero, BPF_NOEXIST);
+		if (bpf_map_update_elem(&local_syns, &key, &zero, BPF_NOEXIST) == 0)
+			lru_inserted(LRU_LOCAL_SYNS);
 		v = bpf_map_lookup_elem(&local_syns, &key);
 		if (!v)
 			return;

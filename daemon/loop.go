@@ -15,6 +15,7 @@ type loopCounters struct {
 	lastTick     time.Time
 	lost         uint64
 	untracked    uint64
+	evicted      map[string]uint64
 	unattributed map[collector.EventType]uint64
 	pace         pace
 }
@@ -158,6 +159,24 @@ func (d *Daemon) accountLost(now time.Time) {
 		d.log.Warn().Uint64("untracked", st.Untracked-d.counters.untracked).
 			Msg("the kernel's connection map is full: connections accepted now are not tracked, overlapping terminations are partial")
 		d.counters.untracked = st.Untracked
+	}
+	d.accountEvictions(st.Evicted)
+}
+
+// accountEvictions counts the entries the kernel's LRU maps forgot since
+// the last tick (the pinned counters count every run: the first reading
+// after a start is the baseline, see baselineLost).
+func (d *Daemon) accountEvictions(evicted map[string]uint64) {
+	if d.counters.evicted == nil {
+		d.counters.evicted = map[string]uint64{}
+	}
+	for name, n := range evicted {
+		if prev := d.counters.evicted[name]; n > prev {
+			d.metrics.AddMapEvictions(name, n-prev)
+			d.log.Warn().Str("map", name).Uint64("evicted", n-prev).
+				Msg("a kernel LRU map is full and forgot entries to make room")
+			d.counters.evicted[name] = n
+		}
 	}
 }
 

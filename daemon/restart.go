@@ -111,6 +111,7 @@ func (d *Daemon) baselineLost(cp Checkpoint, restored bool) {
 	// every run: only increases from now on open a conn_tracking_full gap
 	// (the checkpoint does not say which were during the downtime).
 	d.counters.untracked = st.Untracked
+	d.counters.evicted = st.Evicted
 	if !restored || !kernelResumed(d.kernel) || st.LostInKernel <= cp.KernelLost {
 		return
 	}

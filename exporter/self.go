@@ -9,6 +9,10 @@ import (
 	"github.com/drainwatch/drainwatch/collector"
 )
 
+// lruMaps are the kernel's LRU maps (bpf/drainwatch.h), the label values
+// of drainwatch_kernel_map_evictions_total.
+var lruMaps = []string{"local_syns", "group_exits"}
+
 // selfMetrics are drainwatch's own health: which probes are attached and
 // what happened to the kernel events.
 type selfMetrics struct {
@@ -17,6 +21,7 @@ type selfMetrics struct {
 	unattributed  *prometheus.CounterVec
 	lost          prometheus.Counter
 	untracked     prometheus.Counter
+	evicted       *prometheus.CounterVec
 	buildInfo     *prometheus.GaugeVec
 	// Per-type counters resolved once, so counting an event on the reader's
 	// hot path is an array index and an atomic add, no allocation.
@@ -37,10 +42,16 @@ func newSelfMetrics() *selfMetrics {
 			Help: "Kernel events dropped (ring buffer full in BPF, or the correlator's queue full)."}),
 		untracked: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainwatch_kernel_connections_untracked_total",
 			Help: "Accepted connections the kernel could not track because its connection map was full (overlapping terminations are partial with conn_tracking_full)."}),
+		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainwatch_kernel_map_evictions_total",
+			Help: "Entries the kernel's LRU maps forgot to make room, by map: local_syns (a node-local connection's source, e.g. a kubelet probe, may then count as a client's) and group_exits (harmless duplicates of an exit may then be reported)."},
+			[]string{"map"}),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drainwatch_build_info",
 			Help: "Always 1; the labels carry drainwatch's version and the Go version it was built with."}, []string{"version", "goversion"}),
 	}
 	s.buildInfo.WithLabelValues(Version, runtime.Version()).Set(1)
+	for _, name := range lruMaps {
+		s.evicted.WithLabelValues(name) // at 0 from the first scrape
+	}
 	types := collector.EventTypes()
 	maxType := types[len(types)-1]
 	s.kernelByType = make([]prometheus.Counter, maxType+1)
@@ -53,7 +64,7 @@ func newSelfMetrics() *selfMetrics {
 }
 
 func (s *selfMetrics) register(r *prometheus.Registry) {
-	r.MustRegister(s.probeAttached, s.kernelEvents, s.unattributed, s.lost, s.untracked, s.buildInfo,
+	r.MustRegister(s.probeAttached, s.kernelEvents, s.unattributed, s.lost, s.untracked, s.evicted, s.buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
@@ -98,4 +109,9 @@ func (m *Metrics) AddKernelEventsLost(n uint64) {
 // track (its connection map was full: the map's overflow counter).
 func (m *Metrics) AddConnectionsUntracked(n uint64) {
 	m.self.untracked.Add(float64(n))
+}
+
+// AddMapEvictions adds n entries evicted from the named LRU map.
+func (m *Metrics) AddMapEvictions(name string, n uint64) {
+	m.self.evicted.WithLabelValues(name).Add(float64(n))
 }

@@ -25,6 +25,7 @@ func TestSelfMetrics(t *testing.T) {
 	m.CountUnattributed(collector.EventReset)
 	m.AddKernelEventsLost(7)
 	m.AddConnectionsUntracked(2)
+	m.AddMapEvictions("local_syns", 5)
 	want := fmt.Sprintf(`
 # HELP drainwatch_build_info Always 1; the labels carry drainwatch's version and the Go version it was built with.
 # TYPE drainwatch_build_info gauge
@@ -35,6 +36,10 @@ drainwatch_kernel_events_lost_total 7
 # HELP drainwatch_kernel_connections_untracked_total Accepted connections the kernel could not track because its connection map was full (overlapping terminations are partial with conn_tracking_full).
 # TYPE drainwatch_kernel_connections_untracked_total counter
 drainwatch_kernel_connections_untracked_total 2
+# HELP drainwatch_kernel_map_evictions_total Entries the kernel's LRU maps forgot to make room, by map: local_syns (a node-local connection's source, e.g. a kubelet probe, may then count as a client's) and group_exits (harmless duplicates of an exit may then be reported).
+# TYPE drainwatch_kernel_map_evictions_total counter
+drainwatch_kernel_map_evictions_total{map="group_exits"} 0
+drainwatch_kernel_map_evictions_total{map="local_syns"} 5
 # HELP drainwatch_probe_attached 1 when the BPF probe feeds events, 0 when it is unavailable on this kernel; state says how: attached, fallback (a weaker source) or unavailable.
 # TYPE drainwatch_probe_attached gauge
 drainwatch_probe_attached{probe="refused",state="fallback"} 1
@@ -42,7 +47,8 @@ drainwatch_probe_attached{probe="sock_recv",state="unavailable"} 0
 drainwatch_probe_attached{probe="sock_state",state="attached"} 1
 `, runtime.Version())
 	err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want),
-		"drainwatch_build_info", "drainwatch_kernel_events_lost_total", "drainwatch_kernel_connections_untracked_total", "drainwatch_probe_attached")
+		"drainwatch_build_info", "drainwatch_kernel_events_lost_total", "drainwatch_kernel_connections_untracked_total",
+		"drainwatch_kernel_map_evictions_total", "drainwatch_probe_attached")
 	if err != nil {
 		t.Fatal(err)
 	}

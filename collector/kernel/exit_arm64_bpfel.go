@@ -109,6 +109,7 @@ const (
 	exitMapLocalDsts        = "local_dsts"
 	exitMapLocalSyns        = "local_syns"
 	exitMapLost             = "lost"
+	exitMapLruInserts       = "lru_inserts"
 	exitMapProbeComms       = "probe_comms"
 	exitMapScopeAccepts     = "scope_accepts"
 	exitMapScopes           = "scopes"
@@ -175,6 +176,7 @@ type exitMapSpecs struct {
 	LocalDsts    *ebpf.MapSpec `ebpf:"local_dsts"`
 	LocalSyns    *ebpf.MapSpec `ebpf:"local_syns"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	LruInserts   *ebpf.MapSpec `ebpf:"lru_inserts"`
 	ProbeComms   *ebpf.MapSpec `ebpf:"probe_comms"`
 	ScopeAccepts *ebpf.MapSpec `ebpf:"scope_accepts"`
 	Scopes       *ebpf.MapSpec `ebpf:"scopes"`
@@ -215,6 +217,7 @@ type exitMaps struct {
 	LocalDsts    *ebpf.Map `ebpf:"local_dsts"`
 	LocalSyns    *ebpf.Map `ebpf:"local_syns"`
 	Lost         *ebpf.Map `ebpf:"lost"`
+	LruInserts   *ebpf.Map `ebpf:"lru_inserts"`
 	ProbeComms   *ebpf.Map `ebpf:"probe_comms"`
 	ScopeAccepts *ebpf.Map `ebpf:"scope_accepts"`
 	Scopes       *ebpf.Map `ebpf:"scopes"`
@@ -229,6 +232,7 @@ func (m *exitMaps) Close() error {
 		m.LocalDsts,
 		m.LocalSyns,
 		m.Lost,
+		m.LruInserts,
 		m.ProbeComms,
 		m.ScopeAccepts,
 		m.Scopes,

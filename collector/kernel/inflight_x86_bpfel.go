@@ -60,6 +60,13 @@ type inflightConn struct {
 	Streams [16]uint32
 }
 
+type inflightGroupKey struct {
+	_         structs.HostLayout
+	Tgid      uint32
+	Pad       uint32
+	StartTime uint64
+}
+
 type inflightScopeKey struct {
 	_    structs.HostLayout
 	Id   uint64
@@ -98,9 +105,11 @@ const (
 	inflightMapConnFull     = "conn_full"
 	inflightMapConns        = "conns"
 	inflightMapEvents       = "events"
+	inflightMapGroupExits   = "group_exits"
 	inflightMapLocalDsts    = "local_dsts"
 	inflightMapLocalSyns    = "local_syns"
 	inflightMapLost         = "lost"
+	inflightMapLruInserts   = "lru_inserts"
 	inflightMapProbeComms   = "probe_comms"
 	inflightMapScopeAccepts = "scope_accepts"
 	inflightMapScopes       = "scopes"
@@ -163,9 +172,11 @@ type inflightMapSpecs struct {
 	ConnFull     *ebpf.MapSpec `ebpf:"conn_full"`
 	Conns        *ebpf.MapSpec `ebpf:"conns"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
+	GroupExits   *ebpf.MapSpec `ebpf:"group_exits"`
 	LocalDsts    *ebpf.MapSpec `ebpf:"local_dsts"`
 	LocalSyns    *ebpf.MapSpec `ebpf:"local_syns"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	LruInserts   *ebpf.MapSpec `ebpf:"lru_inserts"`
 	ProbeComms   *ebpf.MapSpec `ebpf:"probe_comms"`
 	ScopeAccepts *ebpf.MapSpec `ebpf:"scope_accepts"`
 	Scopes       *ebpf.MapSpec `ebpf:"scopes"`
@@ -202,9 +213,11 @@ type inflightMaps struct {
 	ConnFull     *ebpf.Map `ebpf:"conn_full"`
 	Conns        *ebpf.Map `ebpf:"conns"`
 	Events       *ebpf.Map `ebpf:"events"`
+	GroupExits   *ebpf.Map `ebpf:"group_exits"`
 	LocalDsts    *ebpf.Map `ebpf:"local_dsts"`
 	LocalSyns    *ebpf.Map `ebpf:"local_syns"`
 	Lost         *ebpf.Map `ebpf:"lost"`
+	LruInserts   *ebpf.Map `ebpf:"lru_inserts"`
 	ProbeComms   *ebpf.Map `ebpf:"probe_comms"`
 	ScopeAccepts *ebpf.Map `ebpf:"scope_accepts"`
 	Scopes       *ebpf.Map `ebpf:"scopes"`
@@ -215,9 +228,11 @@ func (m *inflightMaps) Close() error {
 		m.ConnFull,
 		m.Conns,
 		m.Events,
+		m.GroupExits,
 		m.LocalDsts,
 		m.LocalSyns,
 		m.Lost,
+		m.LruInserts,
 		m.ProbeComms,
 		m.ScopeAccepts,
 		m.Scopes,

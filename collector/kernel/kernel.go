@@ -91,6 +91,7 @@ type Kernel struct {
 	dropped   atomic.Uint64
 	readErrs  readFailures
 	invalid   atomic.Uint64
+	evictions evictions // see MapEvictions
 	// finalLost keeps the kernel's lost count once the maps are closed, so
 	// Stats still answers after Close (for a final summary).
 	finalLost atomic.Pointer[uint64]

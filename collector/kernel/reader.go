@@ -150,6 +150,9 @@ type Stats struct {
 	// Untracked counts accepted connections the kernel could not track
 	// (its connection map was full): their in-flight state is unknown.
 	Untracked uint64
+	// Evicted counts, per LRU map (local_syns, group_exits), the entries
+	// it forgot to make room: see MapEvictions.
+	Evicted map[string]uint64
 }
 
 // Lost is every event the collector failed to deliver, for
@@ -166,8 +169,9 @@ func (k *Kernel) Stats() (Stats, error) {
 		s.LostInKernel = *final
 		return s, nil
 	}
-	var lerr, uerr error
+	var lerr, uerr, eerr error
 	s.LostInKernel, lerr = k.maps.lostInKernel()
 	s.Untracked, uerr = k.maps.untrackedInKernel()
-	return s, errors.Join(lerr, uerr)
+	s.Evicted, eerr = k.MapEvictions(time.Now())
+	return s, errors.Join(lerr, uerr, eerr)
 }

@@ -60,6 +60,13 @@ type refusedConn struct {
 	Streams [16]uint32
 }
 
+type refusedGroupKey struct {
+	_         structs.HostLayout
+	Tgid      uint32
+	Pad       uint32
+	StartTime uint64
+}
+
 type refusedScopeKey struct {
 	_    structs.HostLayout
 	Id   uint64
@@ -98,9 +105,11 @@ const (
 	refusedMapConnFull          = "conn_full"
 	refusedMapConns             = "conns"
 	refusedMapEvents            = "events"
+	refusedMapGroupExits        = "group_exits"
 	refusedMapLocalDsts         = "local_dsts"
 	refusedMapLocalSyns         = "local_syns"
 	refusedMapLost              = "lost"
+	refusedMapLruInserts        = "lru_inserts"
 	refusedMapProbeComms        = "probe_comms"
 	refusedMapScopeAccepts      = "scope_accepts"
 	refusedMapScopes            = "scopes"
@@ -168,9 +177,11 @@ type refusedMapSpecs struct {
 	ConnFull     *ebpf.MapSpec `ebpf:"conn_full"`
 	Conns        *ebpf.MapSpec `ebpf:"conns"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
+	GroupExits   *ebpf.MapSpec `ebpf:"group_exits"`
 	LocalDsts    *ebpf.MapSpec `ebpf:"local_dsts"`
 	LocalSyns    *ebpf.MapSpec `ebpf:"local_syns"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	LruInserts   *ebpf.MapSpec `ebpf:"lru_inserts"`
 	ProbeComms   *ebpf.MapSpec `ebpf:"probe_comms"`
 	ScopeAccepts *ebpf.MapSpec `ebpf:"scope_accepts"`
 	Scopes       *ebpf.MapSpec `ebpf:"scopes"`
@@ -208,9 +219,11 @@ type refusedMaps struct {
 	ConnFull     *ebpf.Map `ebpf:"conn_full"`
 	Conns        *ebpf.Map `ebpf:"conns"`
 	Events       *ebpf.Map `ebpf:"events"`
+	GroupExits   *ebpf.Map `ebpf:"group_exits"`
 	LocalDsts    *ebpf.Map `ebpf:"local_dsts"`
 	LocalSyns    *ebpf.Map `ebpf:"local_syns"`
 	Lost         *ebpf.Map `ebpf:"lost"`
+	LruInserts   *ebpf.Map `ebpf:"lru_inserts"`
 	ProbeComms   *ebpf.Map `ebpf:"probe_comms"`
 	ScopeAccepts *ebpf.Map `ebpf:"scope_accepts"`
 	Scopes       *ebpf.Map `ebpf:"scopes"`
@@ -221,9 +234,11 @@ func (m *refusedMaps) Close() error {
 		m.ConnFull,
 		m.Conns,
 		m.Events,
+		m.GroupExits,
 		m.LocalDsts,
 		m.LocalSyns,
 		m.Lost,
+		m.LruInserts,
 		m.ProbeComms,
 		m.ScopeAccepts,
 		m.Scopes,

@@ -28,7 +28,7 @@ const (
 // sharedMapNames are defined by every BPF object; the loader creates them
 // once and hands the same maps to every object.
 var sharedMapNames = []string{"scopes", "events", "lost", "conns", "conn_full", "local_dsts", "local_syns",
-	"scope_accepts", "probe_comms"}
+	"scope_accepts", "probe_comms", "group_exits", "lru_inserts"}
 
 type sharedMaps struct {
 	byName map[string]*ebpf.Map

@@ -60,6 +60,13 @@ type signalConn struct {
 	Streams [16]uint32
 }
 
+type signalGroupKey struct {
+	_         structs.HostLayout
+	Tgid      uint32
+	Pad       uint32
+	StartTime uint64
+}
+
 type signalScopeKey struct {
 	_    structs.HostLayout
 	Id   uint64
@@ -98,9 +105,11 @@ const (
 	signalMapConnFull        = "conn_full"
 	signalMapConns           = "conns"
 	signalMapEvents          = "events"
+	signalMapGroupExits      = "group_exits"
 	signalMapLocalDsts       = "local_dsts"
 	signalMapLocalSyns       = "local_syns"
 	signalMapLost            = "lost"
+	signalMapLruInserts      = "lru_inserts"
 	signalMapProbeComms      = "probe_comms"
 	signalMapScopeAccepts    = "scope_accepts"
 	signalMapScopes          = "scopes"
@@ -161,9 +170,11 @@ type signalMapSpecs struct {
 	ConnFull     *ebpf.MapSpec `ebpf:"conn_full"`
 	Conns        *ebpf.MapSpec `ebpf:"conns"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
+	GroupExits   *ebpf.MapSpec `ebpf:"group_exits"`
 	LocalDsts    *ebpf.MapSpec `ebpf:"local_dsts"`
 	LocalSyns    *ebpf.MapSpec `ebpf:"local_syns"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	LruInserts   *ebpf.MapSpec `ebpf:"lru_inserts"`
 	ProbeComms   *ebpf.MapSpec `ebpf:"probe_comms"`
 	ScopeAccepts *ebpf.MapSpec `ebpf:"scope_accepts"`
 	Scopes       *ebpf.MapSpec `ebpf:"scopes"`
@@ -200,9 +211,11 @@ type signalMaps struct {
 	ConnFull     *ebpf.Map `ebpf:"conn_full"`
 	Conns        *ebpf.Map `ebpf:"conns"`
 	Events       *ebpf.Map `ebpf:"events"`
+	GroupExits   *ebpf.Map `ebpf:"group_exits"`
 	LocalDsts    *ebpf.Map `ebpf:"local_dsts"`
 	LocalSyns    *ebpf.Map `ebpf:"local_syns"`
 	Lost         *ebpf.Map `ebpf:"lost"`
+	LruInserts   *ebpf.Map `ebpf:"lru_inserts"`
 	ProbeComms   *ebpf.Map `ebpf:"probe_comms"`
 	ScopeAccepts *ebpf.Map `ebpf:"scope_accepts"`
 	Scopes       *ebpf.Map `ebpf:"scopes"`
@@ -213,9 +226,11 @@ func (m *signalMaps) Close() error {
 		m.ConnFull,
 		m.Conns,
 		m.Events,
+		m.GroupExits,
 		m.LocalDsts,
 		m.LocalSyns,
 		m.Lost,
+		m.LruInserts,
 		m.ProbeComms,
 		m.ScopeAccepts,
 		m.Scopes,

@@ -88,6 +88,13 @@ type sockStateEvent struct {
 	SenderComm   [16]int8
 }
 
+type sockStateGroupKey struct {
+	_         structs.HostLayout
+	Tgid      uint32
+	Pad       uint32
+	StartTime uint64
+}
+
 type sockStateScopeKey struct {
 	_    structs.HostLayout
 	Id   uint64
@@ -126,9 +133,11 @@ const (
 	sockStateMapConnFull     = "conn_full"
 	sockStateMapConns        = "conns"
 	sockStateMapEvents       = "events"
+	sockStateMapGroupExits   = "group_exits"
 	sockStateMapLocalDsts    = "local_dsts"
 	sockStateMapLocalSyns    = "local_syns"
 	sockStateMapLost         = "lost"
+	sockStateMapLruInserts   = "lru_inserts"
 	sockStateMapProbeComms   = "probe_comms"
 	sockStateMapScopeAccepts = "scope_accepts"
 	sockStateMapScopes       = "scopes"
@@ -190,9 +199,11 @@ type sockStateMapSpecs struct {
 	ConnFull     *ebpf.MapSpec `ebpf:"conn_full"`
 	Conns        *ebpf.MapSpec `ebpf:"conns"`
 	Events       *ebpf.MapSpec `ebpf:"events"`
+	GroupExits   *ebpf.MapSpec `ebpf:"group_exits"`
 	LocalDsts    *ebpf.MapSpec `ebpf:"local_dsts"`
 	LocalSyns    *ebpf.MapSpec `ebpf:"local_syns"`
 	Lost         *ebpf.MapSpec `ebpf:"lost"`
+	LruInserts   *ebpf.MapSpec `ebpf:"lru_inserts"`
 	ProbeComms   *ebpf.MapSpec `ebpf:"probe_comms"`
 	ScopeAccepts *ebpf.MapSpec `ebpf:"scope_accepts"`
 	Scopes       *ebpf.MapSpec `ebpf:"scopes"`
@@ -230,9 +241,11 @@ type sockStateMaps struct {
 	ConnFull     *ebpf.Map `ebpf:"conn_full"`
 	Conns        *ebpf.Map `ebpf:"conns"`
 	Events       *ebpf.Map `ebpf:"events"`
+	GroupExits   *ebpf.Map `ebpf:"group_exits"`
 	LocalDsts    *ebpf.Map `ebpf:"local_dsts"`
 	LocalSyns    *ebpf.Map `ebpf:"local_syns"`
 	Lost         *ebpf.Map `ebpf:"lost"`
+	LruInserts   *ebpf.Map `ebpf:"lru_inserts"`
 	ProbeComms   *ebpf.Map `ebpf:"probe_comms"`
 	ScopeAccepts *ebpf.Map `ebpf:"scope_accepts"`
 	Scopes       *ebpf.Map `ebpf:"scopes"`
@@ -243,9 +256,11 @@ func (m *sockStateMaps) Close() error {
 		m.ConnFull,
 		m.Conns,
 		m.Events,
+		m.GroupExits,
 		m.LocalDsts,
 		m.LocalSyns,
 		m.Lost,
+		m.LruInserts,
 		m.ProbeComms,
 		m.ScopeAccepts,
 		m.Scopes,

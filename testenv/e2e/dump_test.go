@@ -39,7 +39,8 @@ func dumpRouter(t *testing.T, got correlate.Termination, r *router.Router, addr 
 	var rs, ks []string
 	for _, cn := range r.Conns() {
 		if cn.Backend == addr && cn.Outcome == router.Refused {
-			rs = append(rs, fmt.Sprintf("%.3f", cn.Accepted.Sub(stop).Seconds()))
+			// accepted..dialed: the backend's RST came in between.
+			rs = append(rs, fmt.Sprintf("%.3f..%.3f", cn.Accepted.Sub(stop).Seconds(), cn.Dialed.Sub(stop).Seconds()))
 		}
 	}
 	for _, c := range got.Connections {

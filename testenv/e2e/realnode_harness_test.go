@@ -18,7 +18,6 @@ import (
 	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
 	"github.com/drainwatch/drainwatch/testenv/realnode"
-	"github.com/drainwatch/drainwatch/testenv/workload"
 )
 
 // realNodeEnv is a testenv cluster (control plane, fabric, one stand-in
@@ -29,25 +28,6 @@ type realNodeEnv struct {
 	c    *cluster.Cluster
 	node *realnode.Node
 	ds   []*nodeDaemon // the real node's daemon only
-}
-
-// serverImage is the workload server under the name its Deployments use
-// (workload.ImageName, which the runtime reads as docker.io/library/…),
-// with Debian's dash as /bin/sh: ignore-term mode runs the server under a
-// shell, as PID 1.
-func serverImage(ctx context.Context, t *testing.T) realnode.Image {
-	t.Helper()
-	img, err := realnode.StaticImage(ctx, "./testenv/cmd/dwserver", realnode.BinaryDir(),
-		"docker.io/library/"+workload.ImageName+":latest")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sh, err := realnode.HostBinaries(workload.ShellPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img.Files = sh
-	return img
 }
 
 // startRealNode starts the cluster, the real node (index 2, after the
@@ -62,8 +42,12 @@ func startRealNode(t *testing.T, prefix string, images ...realnode.Image) *realN
 	warn := zerolog.New(zerolog.NewConsoleWriter(func(w *zerolog.ConsoleWriter) { w.Out = os.Stderr })).Level(zerolog.WarnLevel)
 	name := unique(prefix)
 	c := cluster.StartT(t, cluster.Options{Nodes: 1, NodePrefix: name + "-", ControlPlane: cp, Log: warn})
+	server, err := realnode.WorkloadImage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	n, err := realnode.Start(ctx, realnode.Config{Name: name + "-real", Index: 2, Fabric: c.Fabric,
-		Kubeconfig: c.Kubeconfig, Images: append([]realnode.Image{serverImage(ctx, t)}, images...), Log: warn})
+		Kubeconfig: c.Kubeconfig, Images: append([]realnode.Image{server}, images...), Log: warn})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,17 +56,19 @@ func TestRealNodeRollout(t *testing.T) {
 	}
 	loadDone := startLoadFor(lctx, e.c, r.Addr(), 2*time.Minute)
 	time.Sleep(500 * time.Millisecond)
+	step1 := time.Now() // the replaced pods were ready before: no start-up probe is counted
 	rev2 := e.rollTo(ctx, t, dep, rev1, func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
 			Sleep: &corev1.SleepAction{Seconds: realPreStop}}}
 	})
+	step2 := time.Now()
 	e.rollTo(ctx, t, dep, rev2, func(d *appsv1.Deployment) {
 		d.Spec.Template.Annotations = map[string]string{"kubectl.kubernetes.io/restartedAt": time.Now().Format(time.RFC3339)}
 	})
 	stopLoad()
 	reqs := <-loadDone
-	noPreStop := e.checkReplaced(ctx, t, r, rev1)
-	withPreStop := e.checkReplaced(ctx, t, r, rev2)
+	noPreStop := e.checkReplaced(ctx, t, r, rev1, step1)
+	withPreStop := e.checkReplaced(ctx, t, r, rev2, step2)
 	t.Logf("load %s; router refused: revision-1 pods (no preStop) %d, revision-2 pods (preStop sleep %d s) %d",
 		client.Summarize(reqs), noPreStop, realPreStop, withPreStop)
 	if noPreStop == 0 || withPreStop != 0 {
@@ -101,8 +103,9 @@ func (e *realNodeEnv) rollTo(ctx context.Context, t *testing.T, dep *appsv1.Depl
 }
 
 // checkReplaced compares each replaced pod's termination with the router's
-// records and returns the router's refusals from them in all.
-func (e *realNodeEnv) checkReplaced(ctx context.Context, t *testing.T, r *router.Router, old []corev1.Pod) int {
+// records, and its probe_refused with the kubelet's log since the step
+// began, and returns the router's refusals from them in all.
+func (e *realNodeEnv) checkReplaced(ctx context.Context, t *testing.T, r *router.Router, old []corev1.Pod, since time.Time) int {
 	t.Helper()
 	refusedBy := map[string]int{}
 	for _, cn := range r.Conns() {
@@ -118,6 +121,13 @@ func (e *realNodeEnv) checkReplaced(ctx context.Context, t *testing.T, r *router
 		want := refusedBy[addr]
 		total += want
 		m := got.Marks
+		probes, err := e.node.ProbeRefusals(p.Namespace+"/"+p.Name, since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Counts.ProbeRefused != probes {
+			t.Errorf("%s: probe_refused %d, the kubelet's log has %d", p.Name, got.Counts.ProbeRefused, probes)
+		}
 		t.Logf("%s: router refused %d, drainwatch after/before %d/%d, probe_refused %d, stop signal %.3f s after deletion seen, exit %d %.3f s after it, sigkill %v, %v",
 			p.Name, want, got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, got.Counts.ProbeRefused,
 			m.StopSignal.Sub(m.DeletionSeen).Seconds(), got.ExitCode, m.Exit.Sub(m.StopSignal).Seconds(), sinceExit(m.Sigkill, m.Exit), codes(got))

@@ -19,6 +19,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/drainwatch/drainwatch/collector/kernel"
 	"github.com/drainwatch/drainwatch/daemon"
@@ -59,7 +61,7 @@ func TestRealNodeHelmInstall(t *testing.T) {
 		// same), everything else is the chart's.
 		t.Logf("the chart's pod as rendered: %s; this machine's bounding set lacks %v: removing it from the DaemonSet",
 			startErr, lacking)
-		e.dropCapabilities(ctx, t, release, lacking)
+		e.dropCapabilities(ctx, t, release, lacking, dwPod.UID)
 		if dwPod, startErr = e.waitDaemonPod(ctx, t, release); startErr != "" {
 			t.Fatalf("DaemonSet pod without %v: %s", lacking, startErr)
 		}
@@ -215,7 +217,7 @@ func lackingCapabilities(t *testing.T) []string {
 
 // dropCapabilities removes caps from the DaemonSet's capabilities.add and
 // waits for the old pod to go.
-func (e *realNodeEnv) dropCapabilities(ctx context.Context, t *testing.T, release string, caps []string) {
+func (e *realNodeEnv) dropCapabilities(ctx context.Context, t *testing.T, release string, caps []string, old types.UID) {
 	t.Helper()
 	dss := e.c.Client.AppsV1().DaemonSets(release)
 	ds, err := dss.Get(ctx, release, metav1.GetOptions{})
@@ -228,6 +230,13 @@ func (e *realNodeEnv) dropCapabilities(ctx context.Context, t *testing.T, releas
 	})
 	if _, err := dss.Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := e.c.Client.CoreV1().Pods(release).List(ctx, metav1.ListOptions{})
+		return err == nil && !slices.ContainsFunc(list.Items, func(p corev1.Pod) bool { return p.UID == old }), nil
+	})
+	if err != nil {
+		t.Fatalf("the DaemonSet's first pod is not gone after the update: %v", err)
 	}
 }
 

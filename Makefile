@@ -112,7 +112,7 @@ fuzz: ## Fuzz every target for FUZZTIME each (default 60s); failing inputs land 
 	  $(GO) test -short -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	done
 
-lab: deps mounts controlplane build ## The seeds' experiment and a rolling update, end to end (root).
+lab: deps mounts controlplane realnode build ## The seeds' experiment and a rolling update, end to end, on stand-in nodes and a real node (root).
 	$(GO) run ./testenv/cmd/lab
 
 SCALE_FLAGS ?=

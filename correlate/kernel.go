@@ -74,7 +74,9 @@ func (c *Correlator) dispatch(p *podState, container string, e *collector.Event)
 	case collector.EventSignal:
 		c.signal(p, container, e)
 	case collector.EventExit:
-		exit(p.Term, container, e)
+		if !sandboxTeardown(p, container) {
+			exit(p.Term, container, e)
+		}
 	case collector.EventConnClosedInflight:
 		c.connClosed(p.Term, e)
 	default:

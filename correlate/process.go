@@ -16,7 +16,7 @@ import (
 // kills a running one.
 func (c *Correlator) signal(p *podState, container string, e *collector.Event) {
 	if e.Signal == sigkill {
-		if t := p.Term; t != nil && t.T.Marks.Sigkill.IsZero() && killsRunning(t, e) {
+		if t := p.Term; t != nil && t.T.Marks.Sigkill.IsZero() && killsRunning(t, e) && !sandboxTeardown(p, container) {
 			t.T.Marks.Sigkill = e.Time
 		}
 		return
@@ -87,6 +87,17 @@ func apiStopSignal(pod collector.Pod, container string) uint32 {
 func killsRunning(t *termState, e *collector.Event) bool {
 	return e.SenderPID != e.PID && e.SignalResult != collector.SignalIgnored &&
 		!t.ExitedPIDs[e.PID] && !t.ExitedPIDs[e.SenderPID]
+}
+
+// sandboxTeardown says whether a process event of no container of the pod
+// comes once every container's init has exited: the runtime stopping the
+// pod's sandbox. On a real node (containerd) the pause process holds the
+// pod's network namespace as PID 1 of a PID namespace of its own, in a
+// cgroup no containerStatus names; when the kubelet stops the sandbox after
+// the containers exited, containerd SIGKILLs it and it exits 137. That
+// SIGKILL killed no workload and that exit is not the pod's.
+func sandboxTeardown(p *podState, container string) bool {
+	return container == "" && p.Term != nil && len(p.Cgroups) > 0 && allExited(p)
 }
 
 // exit records a process exit: any exit makes the resets its closing

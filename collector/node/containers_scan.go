@@ -85,7 +85,7 @@ func ContainerNetns(procRoot, dir string) (ino uint32, ok bool, err error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		pid, err := strconv.Atoi(strings.TrimSpace(sc.Text()))
-		if err != nil {
+		if err != nil || runtimeHelper(procRoot, pid) {
 			continue
 		}
 		ino, err := netnsOfPID(procRoot, pid)
@@ -111,7 +111,7 @@ func OpenContainerNetns(procRoot, dir string) (f *os.File, ino uint32, ok bool, 
 	}
 	for _, line := range strings.Fields(string(procs)) {
 		pid, err := strconv.Atoi(line)
-		if err != nil {
+		if err != nil || runtimeHelper(procRoot, pid) {
 			continue
 		}
 		f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(pid), "ns", "net"))
@@ -126,6 +126,24 @@ func OpenContainerNetns(procRoot, dir string) (f *os.File, ino uint32, ok bool, 
 		return f, uint32(st.Ino), true, nil
 	}
 	return nil, 0, false, nil
+}
+
+// runcStages are the names runc's init process has while it is in the
+// pod's cgroup but not yet in the pod's namespaces: "exe" (re-executed
+// through /proc/self/exe), "runc", then nsexec's stages 0 and 1 (stage 1
+// joins the namespaces; stage 2, runc:[2:INIT], is inside them). runc puts
+// the process in the cgroup first: a scan meanwhile read the runtime's
+// network namespace (the host's on a node) as the pod's, and the pod's own
+// was never watched. Seen on testenv's real node (containerd 1.6, runc 1.1):
+// one pod of eight had every refusal missed.
+var runcStages = map[string]bool{"exe": true, "runc": true, "runc:[0:PARENT]": true, "runc:[1:CHILD]": true}
+
+// runtimeHelper says whether pid is runc's init before it joined the
+// container's namespaces; a scan then skips it and a later one binds the
+// pod (its pause or container process).
+func runtimeHelper(procRoot string, pid int) bool {
+	comm, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "comm"))
+	return err == nil && runcStages[strings.TrimSpace(string(comm))]
 }
 
 // netnsOfPID returns the inode of /proc/<pid>/ns/net.

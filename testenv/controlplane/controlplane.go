@@ -23,11 +23,13 @@ import (
 // Controllers run by kube-controller-manager: what rollouts of the owners
 // drainwatch attributes need, and the disruption controller that computes
 // PodDisruptionBudgets for the Eviction API. The node-lifecycle controller
-// is left out, so Nodes are never tainted.
+// is left out, so Nodes are never tainted. The root-ca-cert-publisher
+// writes kube-root-ca.crt into every namespace: a real kubelet
+// (testenv/realnode) waits for it to mount a pod's service-account token.
 const Controllers = "deployment-controller,replicaset-controller,endpointslice-controller," +
 	"statefulset-controller,daemonset-controller,job-controller,cronjob-controller,disruption-controller," +
 	"garbage-collector-controller,namespace-controller,serviceaccount-controller," +
-	"serviceaccount-token-controller"
+	"serviceaccount-token-controller,root-ca-certificate-publisher-controller"
 
 const (
 	serviceCIDR = "10.96.0.0/16"

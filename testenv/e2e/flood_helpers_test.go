@@ -35,6 +35,19 @@ type scopeKey struct {
 // namespaces: their keys are in the pinned scopes map.
 func waitScopesWatched(ctx context.Context, t *testing.T, c *cluster.Cluster, pinDir string, pods ...*corev1.Pod) {
 	t.Helper()
+	for _, p := range pods {
+		info, ok := c.Nodes[0].Pod(p.UID)
+		if !ok {
+			t.Fatalf("the node agent does not know pod %s", p.Name)
+		}
+		waitNetnsWatched(ctx, t, pinDir, p.Name, uint64(info.NetnsInode))
+	}
+}
+
+// waitNetnsWatched waits until the network namespace ino of pod is in the
+// scopes map pinned under pinDir.
+func waitNetnsWatched(ctx context.Context, t *testing.T, pinDir, pod string, ino uint64) {
+	t.Helper()
 	paths, _ := filepath.Glob(filepath.Join(pinDir, "*", "map_scopes"))
 	if len(paths) != 1 {
 		t.Fatalf("pinned scopes maps under %s: %v, want one", pinDir, paths)
@@ -42,18 +55,12 @@ func waitScopesWatched(ctx context.Context, t *testing.T, c *cluster.Cluster, pi
 	scopes, err := ebpf.LoadPinnedMap(paths[0], &ebpf.LoadPinOptions{ReadOnly: true})
 	must(t, err)
 	defer scopes.Close()
-	for _, p := range pods {
-		info, ok := c.Nodes[0].Pod(p.UID)
-		if !ok {
-			t.Fatalf("the node agent does not know pod %s", p.Name)
-		}
-		var flags uint8
-		err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-			return scopes.Lookup(scopeKey{ID: uint64(info.NetnsInode), Kind: 1}, &flags) == nil, nil
-		})
-		if err != nil {
-			t.Fatalf("the daemon never watched %s's network namespace %d: %v", p.Name, info.NetnsInode, err)
-		}
+	var flags uint8
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		return scopes.Lookup(scopeKey{ID: ino, Kind: 1}, &flags) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the daemon never watched %s's network namespace %d: %v", pod, ino, err)
 	}
 }
 

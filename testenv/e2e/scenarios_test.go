@@ -22,10 +22,24 @@ import (
 // reported the pods of its own node only.
 func TestScenarios(t *testing.T) {
 	c, ds := startCluster(t, "e2x-", 2)
-	t.Run("naive-prestop-behind-router", func(t *testing.T) { prestopBehindRouter(t, c, ds) })
-	t.Run("ignore-term-inflight", func(t *testing.T) { ignoreTermInflight(t, c, ds) })
-	t.Run("prestop-missing-binary", func(t *testing.T) { prestopMissingBinary(t, c, ds) })
+	t.Run("naive-prestop-behind-router", func(t *testing.T) { prestopBehindRouter(t, c, ds, anyNode) })
+	// On the second node: each daemon then has terminations of its own.
+	t.Run("ignore-term-inflight", func(t *testing.T) { ignoreTermInflight(t, c, ds, onStandIn(c.NodeNames[1])) })
+	t.Run("prestop-missing-binary", func(t *testing.T) { prestopMissingBinary(t, c, ds, onStandIn(c.NodeNames[0])) })
 	t.Run("each-node-its-own-pods", func(t *testing.T) { ownPodsOnly(t, c, ds) })
+}
+
+// placement puts a Deployment's pods on a node (or leaves them to the
+// scheduler).
+type placement func(*appsv1.Deployment)
+
+func anyNode(*appsv1.Deployment) {}
+
+// onStandIn pins the pods to a stand-in node.
+func onStandIn(node string) placement {
+	return func(dep *appsv1.Deployment) {
+		dep.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
+	}
 }
 
 // deploy applies a Deployment (readiness probes on: the kubelet's probes
@@ -49,12 +63,13 @@ func deploy(ctx context.Context, t *testing.T, c *cluster.Cluster, ns string, de
 // prestopBehindRouter: naive server, preStop sleep 2 s, a router that
 // follows EndpointSlices 1 s late. The router stops sending before the
 // server closes its listener: nothing is refused, by either account.
-func prestopBehindRouter(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
+func prestopBehindRouter(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, place placement) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := unique("e2e-prestop-router")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeNaive, 2)
 	dep.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 2}}}
+	place(dep)
 	pods := deploy(ctx, t, c, ns, dep)
 	waitWatching(ctx, t, ds, pods)
 	rctx, rcancel := context.WithCancel(ctx)
@@ -83,14 +98,13 @@ func prestopBehindRouter(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 
 // ignoreTermInflight: a shell as PID 1 ignores SIGTERM; three requests are
 // in flight when the grace of 3 s runs out and SIGKILL tears them down.
-func ignoreTermInflight(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
+func ignoreTermInflight(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, place placement) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := unique("e2e-ignore-term")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeIgnoreTerm, 1)
 	dep.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](3)
-	// On the second node: each daemon then has terminations of its own.
-	dep.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": c.NodeNames[1]}
+	place(dep)
 	pods := deploy(ctx, t, c, ns, dep)
 	waitWatching(ctx, t, ds, pods)
 	victim := &pods[0]
@@ -115,14 +129,14 @@ func ignoreTermInflight(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 
 // prestopMissingBinary: a preStop exec of a binary that does not exist
 // fails; the kubelet's FailedPreStopHook Event becomes the diagnosis.
-func prestopMissingBinary(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
+func prestopMissingBinary(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, place placement) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := unique("e2e-prestop-fail")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeProtocol, 1, "--drain-delay=0s")
-	dep.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": c.NodeNames[0]}
 	dep.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
 		Exec: &corev1.ExecAction{Command: []string{"/nonexistent/drain"}}}}
+	place(dep)
 	pods := deploy(ctx, t, c, ns, dep)
 	waitWatching(ctx, t, ds, pods)
 	victim := &pods[0]

@@ -29,12 +29,19 @@ type seedsRun struct {
 // pod, deletes it under the seeds' clients and waits for the termination
 // drainwatch reports.
 func runSeeds(ctx context.Context, t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, ns string, dep *appsv1.Deployment) seedsRun {
+	return runSeedsFor(ctx, t, c, ds, ns, dep, 0)
+}
+
+// runSeedsFor is runSeeds with the clients sending for window after the
+// deletion (the seeds' 1 s when zero).
+func runSeedsFor(ctx context.Context, t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, ns string, dep *appsv1.Deployment, window time.Duration) seedsRun {
 	t.Helper()
 	pods := deploy(ctx, t, c, ns, dep)
 	waitWatching(ctx, t, ds, pods)
 	victim := &pods[0]
 	addr := cluster.PodAddr(victim, cluster.ServerPort)
-	res, err := c.Seeds(ctx, victim, cluster.ServerPort, addr)
+	res, err := client.Seeds{Dial: c.Dial, Target: addr, Pod: addr, Window: window,
+		Stop: func(ctx context.Context) error { return c.DeletePod(ctx, victim.Namespace, victim.Name) }}.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

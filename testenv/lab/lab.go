@@ -22,6 +22,7 @@ import (
 	"github.com/drainwatch/drainwatch/testenv/controlplane"
 	"github.com/drainwatch/drainwatch/testenv/node"
 	"github.com/drainwatch/drainwatch/testenv/promtest"
+	"github.com/drainwatch/drainwatch/testenv/realnode"
 )
 
 // Config configures a lab run.
@@ -38,6 +39,10 @@ type Config struct {
 	// "ignore-term", "prestop-fails", "nginx-sigquit"); empty runs them all.
 	Scenarios   []string
 	Screenshots bool // the /ui pages, with headless chromium
+	// RealNode adds a real node (testenv/realnode: kubelet, containerd,
+	// runc, CNI; make realnode) with its own drainwatch, and the real/
+	// scenarios that run on it.
+	RealNode bool
 }
 
 // Lab is a running lab.
@@ -45,7 +50,9 @@ type Lab struct {
 	cfg     Config
 	Cluster *cluster.Cluster
 	Daemons []*Daemon
-	Prom    *promtest.Server
+	// RealNode is the real node when Config.RealNode.
+	RealNode *realnode.Node
+	Prom     *promtest.Server
 	// promStart is when Prometheus first scraped both daemons: the
 	// dashboard check's range starts there.
 	promStart  time.Time
@@ -98,6 +105,11 @@ func (l *Lab) start(ctx context.Context) error {
 		return fmt.Errorf("starting testenv: %w", err)
 	}
 	l.progress.Step("testenv up: nodes %v, KUBECONFIG=%s", l.Cluster.NodeNames, l.Cluster.Kubeconfig)
+	if l.cfg.RealNode {
+		if err := l.startRealNode(ctx); err != nil {
+			return err
+		}
+	}
 	if err := l.startDaemons(ctx); err != nil {
 		return err
 	}
@@ -113,7 +125,7 @@ func (l *Lab) startDaemons(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	for _, name := range l.Cluster.NodeNames {
+	for _, name := range l.nodeNames() {
 		d, err := StartDaemon(ctx, DaemonSpec{Bin: l.cfg.Drainwatch, Node: name, Kubeconfig: l.Cluster.Kubeconfig,
 			CgroupRoot: root, Dir: dir})
 		if err != nil {
@@ -164,6 +176,7 @@ func (l *Lab) Stop() error {
 		l.Prom.Stop()
 	}
 	errs = append(errs, stopAll(l.Daemons))
+	errs = append(errs, l.stopRealNode())
 	if l.Cluster != nil {
 		errs = append(errs, l.Cluster.Stop())
 	}

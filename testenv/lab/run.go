@@ -22,6 +22,10 @@ type Scenario struct {
 	Run   func(ctx context.Context, l *Lab) ([]Result, error)
 }
 
+// realNodePrefix names the scenarios that run on the real node: only with
+// Config.RealNode.
+const realNodePrefix = "real/"
+
 // Scenarios are issue 6's scenarios, in the order the lab runs them.
 func Scenarios() []Scenario {
 	return []Scenario{
@@ -32,6 +36,7 @@ func Scenarios() []Scenario {
 		{"ignore-term", "a shell as PID 1 ignores SIGTERM: SIGKILL cuts the requests in flight", ignoreTermScenario},
 		{"prestop-fails", "a preStop exec of a missing binary: FailedPreStopHook, then SIGTERM at once", prestopFailsScenario},
 		{"nginx-sigquit", "Debian's nginx, its image's STOPSIGNAL SIGQUIT, none in the API, probes on: the seeds straight at the pod", nginxScenario},
+		{"real/seeds-naive", "the seeds' naive server on the real node: the real kubelet deletes it, containerd's shim sends SIGTERM", realSeedsScenario},
 	}
 }
 
@@ -83,6 +88,9 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 func (l *Lab) RunScenarios(ctx context.Context) []Result {
 	var results []Result
 	for _, s := range Selected(l.cfg.Scenarios) {
+		if strings.HasPrefix(s.Name, realNodePrefix) && l.RealNode == nil {
+			continue
+		}
 		if ctx.Err() != nil {
 			l.progress.Step("interrupted: scenario %s and those after it not run", s.Name)
 			break

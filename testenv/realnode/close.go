@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/drainwatch/drainwatch/testenv/netlab"
 )
 
 // Close stops the kubelet (SIGTERM, as systemd would), kills every process
@@ -32,9 +34,11 @@ func (n *Node) Close() error {
 		p.stop(5 * time.Second)
 	}
 	n.procs = nil
-	if n.relay != nil {
-		errs = append(errs, n.relay.Close())
-		n.relay = nil
+	for _, r := range []**netlab.Relay{&n.relay, &n.serviceRelay} {
+		if *r != nil {
+			errs = append(errs, (*r).Close())
+			*r = nil
+		}
 	}
 	if n.Dir != "" {
 		errs = append(errs, unmountUnder(n.Dir))

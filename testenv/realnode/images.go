@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -29,7 +30,10 @@ const PauseImage = "testenv.local/pause:1"
 // registry).
 type Image struct {
 	Ref    string // e.g. "testenv.local/dwserver:1"
-	Binary string // a static linux binary, at /usr/bin/<base name> in the image
+	Binary string // a static linux binary, at /usr/bin/<base name> in the image; may be empty
+	// Files are host files added at their paths (HostBinaries: a Debian
+	// program with its libraries).
+	Files []File
 	// Entrypoint defaults to the binary alone.
 	Entrypoint []string
 	StopSignal string // image config STOPSIGNAL; empty: none (containerd sends SIGTERM)
@@ -49,11 +53,7 @@ func StaticImage(ctx context.Context, pkg, dir, ref string) (Image, error) {
 // buildImage makes the image: one layer (passwd, group, tmp, the binary)
 // and a real config.
 func buildImage(im Image) (v1.Image, error) {
-	bin, err := os.ReadFile(im.Binary)
-	if err != nil {
-		return nil, fmt.Errorf("image %s: %w", im.Ref, err)
-	}
-	layerTar, err := layer(filepath.Base(im.Binary), bin)
+	layerTar, err := layer(im)
 	if err != nil {
 		return nil, fmt.Errorf("image %s: %w", im.Ref, err)
 	}
@@ -83,17 +83,29 @@ func buildImage(im Image) (v1.Image, error) {
 }
 
 // layer is the image's one layer: the directories a pod needs, passwd and
-// group, and the binary as /usr/bin/<binName>, dated at the epoch.
-func layer(binName string, bin []byte) ([]byte, error) {
-	return oci.Layer([]oci.Entry{
+// group, the binary as /usr/bin/<base name> and the host files, dated at
+// the epoch.
+func layer(im Image) ([]byte, error) {
+	entries := []oci.Entry{
 		{Name: "etc/", Mode: 0o755, Dir: true},
 		{Name: "etc/group", Mode: 0o644, Data: []byte(oci.Group)},
 		{Name: "etc/passwd", Mode: 0o644, Data: []byte(oci.Passwd)},
 		{Name: "tmp/", Mode: 0o1777, Dir: true},
-		{Name: "usr/", Mode: 0o755, Dir: true},
-		{Name: "usr/bin/", Mode: 0o755, Dir: true},
-		{Name: "usr/bin/" + binName, Mode: 0o755, Data: bin},
-	}, time.Unix(0, 0))
+	}
+	files := im.Files
+	if im.Binary != "" {
+		files = append([]File{{Path: "/usr/bin/" + filepath.Base(im.Binary), Host: im.Binary}}, files...)
+	}
+	more, err := fileEntries(files)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range more {
+		if e.Name != "etc/" && e.Name != "tmp/" {
+			entries = append(entries, e)
+		}
+	}
+	return oci.Layer(entries, time.Unix(0, 0))
 }
 
 // importImages writes each image as a docker-archive tarball and imports it
@@ -108,7 +120,7 @@ func (n *Node) importImages(ctx context.Context, images []Image) error {
 		if err != nil {
 			return fmt.Errorf("image ref %s: %w", im.Ref, err)
 		}
-		path := filepath.Join(n.Dir, "images", filepath.Base(im.Binary)+".tar")
+		path := filepath.Join(n.Dir, "images", strings.NewReplacer("/", "_", ":", "_").Replace(im.Ref)+".tar")
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}

@@ -81,7 +81,8 @@ type Node struct {
 
 	binDir, podCIDR, podGateway string
 	client                      kubernetes.Interface
-	relay                       *netlab.Relay
+	relay                       *netlab.Relay // the kubelet's, on the namespace's loopback
+	serviceRelay                *netlab.Relay // the pods', at the kubernetes Service's ClusterIP
 	procs                       []*proc
 	log                         zerolog.Logger
 }
@@ -154,6 +155,9 @@ func (n *Node) bringUp(ctx context.Context, cfg Config) error {
 	}
 	if n.relay, err = netlab.StartRelay(n.NS, "127.0.0.1:0", api, cfg.Log); err != nil {
 		return fmt.Errorf("API server relay: %w", err)
+	}
+	if err := n.serveAPIService(ctx, api); err != nil {
+		return err
 	}
 	kubeconfig, err := n.writeKubeconfig(cfg.Kubeconfig, n.relay.Addr())
 	if err != nil {

@@ -67,16 +67,11 @@ func startNode(t *testing.T, ctx context.Context) (*realnode.Node, *netlab.NS) {
 
 func serverPod(name, node string, args ...string) *corev1.Pod {
 	g := int64(grace)
-	// No service-account token: the control plane runs no
-	// root-ca-cert-publisher, so the projected volume's kube-root-ca.crt
-	// ConfigMap never exists and the kubelet would wait on the mount.
-	automount := false
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
 			NodeSelector:                  map[string]string{"kubernetes.io/hostname": node},
 			TerminationGracePeriodSeconds: &g,
-			AutomountServiceAccountToken:  &automount,
 			Containers: []corev1.Container{{
 				Name: "server", Image: dwserver, ImagePullPolicy: corev1.PullNever,
 				Args: append([]string{"--port=8080"}, args...),

@@ -75,6 +75,13 @@ func TestSeedsOnRealNode(t *testing.T) {
 		t.Errorf("refused after/before the stop signal %d/%d, clients saw %d refused (want ≥ 10 to reproduce the seeds)",
 			c.RefusedAfterSigterm, c.RefusedBeforeSigterm, want)
 	}
+	probes, err := n.ProbeRefusals("default/"+pod.Name, res.StopAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ProbeRefused != probes {
+		t.Errorf("probe_refused %d, the kubelet's log has %d probes refused", c.ProbeRefused, probes)
+	}
 	if res.Slow.Outcome != client.OK {
 		t.Errorf("the in-flight /slow ended %s, want ok (naive Shutdown finishes it)", res.Slow.Outcome)
 	}

@@ -23,9 +23,12 @@ type Conn struct {
 	Client   string // client's address as the router saw it (= client.Request.Local)
 	Backend  string // "ip:port" picked, empty with NoBackend
 	Accepted time.Time
-	Outcome  string
-	Err      string
-	Reused   bool // KeepAlive mode: sent over a pooled backend connection
+	// Dialed is when the backend dial returned (TCP mode): the backend saw
+	// the SYN between Accepted and Dialed.
+	Dialed  time.Time
+	Outcome string
+	Err     string
+	Reused  bool // KeepAlive mode: sent over a pooled backend connection
 	// BackendReset: a Proxied connection the backend reset (e.g. a
 	// connection still in its accept queue when the listener closed); the
 	// client saw a reset too. Set once the splice has ended.
@@ -73,6 +76,7 @@ func (r *Router) handle(ctx context.Context, c net.Conn) {
 	dctx, cancel := context.WithTimeout(ctx, r.cfg.DialTimeout)
 	b, err := r.cfg.Dial(dctx, "tcp", backend)
 	cancel()
+	rec.Dialed = time.Now()
 	if err != nil {
 		rec.Outcome, rec.Err = DialError, err.Error()
 		if errors.Is(err, syscall.ECONNREFUSED) {

@@ -132,8 +132,8 @@ type sends struct {
 	accepted, refused, straddling int
 	// others are connections the router could not dial (a timeout): the
 	// router does not know whether the backend saw them.
-	others int
-	lastFrom, lastTo              time.Time
+	others           int
+	lastFrom, lastTo time.Time
 }
 
 func routerSends(conns []router.Conn, backend string, mark time.Time) sends {

@@ -56,6 +56,14 @@ var expectations = map[string]func(lab.Result) bool{
 		return r.ClientRefused >= 10 && r.ClientKilled == 0 && has(r, correlate.DiagListenerClosedEarly) &&
 			strings.Contains(r.Note, "stop signal SIGQUIT (none in the API")
 	},
+	// Through a ClusterIP Service on the real kube-proxy, deleted right
+	// after a sync: the naive server refuses until kube-proxy's next sync
+	// (minSyncPeriod 1 s), the protocol nothing; each refusal reaches the
+	// client as ECONNREFUSED through the DNAT.
+	"kube-proxy/naive": func(r lab.Result) bool {
+		return r.ClientRefused >= 10 && r.ClientKilled == 0 && has(r, correlate.DiagListenerClosedEarly) && strings.Contains(r.Note, "through kube-proxy nftables")
+	},
+	"kube-proxy/protocol-1.5s": func(r lab.Result) bool { return r.ClientRefused == 0 && r.ClientKilled == 0 },
 }
 
 func has(r lab.Result, code string) bool { return slices.Contains(r.Diagnoses, code) }

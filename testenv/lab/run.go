@@ -32,6 +32,8 @@ func Scenarios() []Scenario {
 		{"ignore-term", "a shell as PID 1 ignores SIGTERM: SIGKILL cuts the requests in flight", ignoreTermScenario},
 		{"prestop-fails", "a preStop exec of a missing binary: FailedPreStopHook, then SIGTERM at once", prestopFailsScenario},
 		{"nginx-sigquit", "Debian's nginx, its image's STOPSIGNAL SIGQUIT, none in the API, probes on: the seeds straight at the pod", nginxScenario},
+		{"kube-proxy/naive", "the seeds' naive server behind a ClusterIP Service on the real kube-proxy (nftables, minSyncPeriod 1 s)", kubeProxyScenario(kubeProxyNaive)},
+		{"kube-proxy/protocol-1.5s", "the protocol (drain delay 1.5 s) behind the same Service", kubeProxyScenario(kubeProxyProtocol)},
 	}
 }
 

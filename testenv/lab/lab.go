@@ -120,7 +120,7 @@ func (l *Lab) startDaemons(ctx context.Context) error {
 	}
 	for _, name := range l.Cluster.NodeNames {
 		d, err := StartDaemon(ctx, DaemonSpec{Bin: l.cfg.Drainwatch, Node: name, Kubeconfig: l.Cluster.Kubeconfig,
-			CgroupRoot: root, Dir: dir})
+			CgroupRoot: root, Dir: dir, WatchAllNodes: true})
 		if err != nil {
 			return err
 		}

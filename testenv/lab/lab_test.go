@@ -59,9 +59,11 @@ var expectations = map[string]func(lab.Result) bool{
 	// Through a ClusterIP Service on the real kube-proxy, deleted right
 	// after a sync: the naive server refuses until kube-proxy's next sync
 	// (minSyncPeriod 1 s), the protocol nothing; each refusal reaches the
-	// client as ECONNREFUSED through the DNAT.
+	// client as ECONNREFUSED through the DNAT, from the clients' node (the
+	// DNAT keeps their address): the routing source is that node.
 	"kube-proxy/naive": func(r lab.Result) bool {
-		return r.ClientRefused >= 10 && r.ClientKilled == 0 && has(r, correlate.DiagListenerClosedEarly) && strings.Contains(r.Note, "through kube-proxy nftables")
+		return r.ClientRefused >= 10 && r.ClientKilled == 0 && has(r, correlate.DiagListenerClosedEarly) &&
+			strings.Contains(r.Note, "through kube-proxy nftables on labt-1") && strings.Contains(r.Note, "routing sources: node labt-1 ")
 	},
 	"kube-proxy/protocol-1.5s": func(r lab.Result) bool { return r.ClientRefused == 0 && r.ClientKilled == 0 },
 }

@@ -44,6 +44,7 @@ func run() int {
 	flag.StringVar(&cfg.Drainwatch, "drainwatch", "bin/drainwatch", "the drainwatch binary (make build)")
 	flag.Var(&scenarios, "scenario", "run only scenarios whose name starts with this (repeatable): seeds, rollout, ignore-term, prestop-fails, nginx-sigquit, kube-proxy")
 	flag.BoolVar(&cfg.Screenshots, "screenshots", true, "screenshot the daemons' /ui pages with headless chromium")
+	flag.StringVar(&cfg.NodePrefix, "node-prefix", "lab-", "node names <prefix>1, <prefix>2 (another prefix lets a second lab run beside one already running)")
 	flag.Parse()
 	cfg.Scenarios = scenarios
 	if abs, err := filepath.Abs(cfg.Out); err == nil {

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -145,43 +144,25 @@ func (lc l7Case) run(t *testing.T) {
 	}
 }
 
-// drive sends l7Rounds rounds of a request, one after l7ShortGap and one
-// after l7LongGap through the proxy, restarting the Deployment after
-// l7RolloutAt rounds; it returns the statuses and transport errors seen.
+// drive runs l7.Alternate through the proxy, restarting the Deployment
+// after l7RolloutAt rounds, and waits for the rollout; it returns the
+// statuses and transport errors seen.
 func (lc l7Case) drive(ctx context.Context, t *testing.T, c *cluster.Cluster, proxy, ns string) (map[int]int, []error) {
 	t.Helper()
 	hc := &http.Client{Timeout: 10 * time.Second,
 		Transport: &http.Transport{DialContext: c.Fabric.DialContext, DisableKeepAlives: !lc.keepAlive}}
-	status := map[int]int{}
-	var errs []error
-	do := func() {
-		resp, err := hc.Get("http://" + proxy + "/work")
-		if err == nil {
-			_, err = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-		if err != nil {
-			errs = append(errs, err)
-			return
-		}
-		status[resp.StatusCode]++
-	}
-	do()
-	for round := range l7Rounds {
-		if round == l7RolloutAt {
-			if _, err := c.Kubectl(ctx, "-n", ns, "rollout", "restart", "deployment/web"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		time.Sleep(l7ShortGap)
-		do()
-		time.Sleep(l7LongGap)
-		do()
+	o, err := l7.Alternate{Client: hc, URL: "http://" + proxy + "/work", Rounds: l7Rounds, Short: l7ShortGap, Long: l7LongGap, At: l7RolloutAt,
+		Between: func(ctx context.Context) error {
+			_, err := c.Kubectl(ctx, "-n", ns, "rollout", "restart", "deployment/web")
+			return err
+		}}.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if _, err := c.WaitRolledOut(ctx, ns, "web"); err != nil {
 		t.Fatal(err)
 	}
-	return status, errs
+	return o.Status, o.Errs
 }
 
 // waitSteadyReuse reads the workload's resets on reuse outside

@@ -78,7 +78,7 @@ var expectations = map[string]func(lab.Result) bool{
 
 func has(r lab.Result, code string) bool { return slices.Contains(r.Diagnoses, code) }
 
-// TestLab runs every scenario of `make lab` (about 2 minutes) with the
+// TestLab runs every scenario of `make lab` (about 4 minutes) with the
 // drainwatch binary built from the current source, one process per node,
 // and Prometheus: each pair of the final table must be equal exactly, each
 // scenario must show what it is about, and the results directory must hold
@@ -88,7 +88,7 @@ func TestLab(t *testing.T) {
 	privileged.RequireFile(t, promtest.PrometheusBin, "Debian's prometheus (make deps)")
 	privileged.RequireFile(t, chromium.Bin, "Debian's chromium (make deps)")
 	cp := cptest.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	bin, err := lab.BuildDrainwatch(ctx, t.TempDir())
 	if err != nil {

@@ -150,8 +150,8 @@ func checkResultsDir(t *testing.T, out string, n int) {
 		}
 	}
 	for _, pattern := range []string{"timelines/*.json", "clients/*.json"} {
-		if files, _ := filepath.Glob(filepath.Join(out, pattern)); len(files) != 7 {
-			t.Errorf("%s: %d files, want one per scenario (7)", pattern, len(files))
+		if files, _ := filepath.Glob(filepath.Join(out, pattern)); len(files) != len(lab.Scenarios()) {
+			t.Errorf("%s: %d files, want one per scenario (%d)", pattern, len(files), len(lab.Scenarios()))
 		}
 	}
 	for _, node := range []string{"labt-1", "labt-2"} {

@@ -35,6 +35,8 @@ type Correlator struct {
 	// is judged a container restart on this clock, not the loop's, which
 	// under load processes updates seconds after they were seen.
 	podsSeen time.Time
+	// nodes names peer addresses for RoutingSources (peernames.go).
+	nodes nodeTable
 }
 
 // Watermark is the latest kernel event time processed and how many

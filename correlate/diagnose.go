@@ -81,7 +81,7 @@ func listenerClosedEarly(t Termination, cfg Config) *Diagnosis {
 		Fix: fmt.Sprintf("add preStop sleep ≥ %ds", sleepFor(0, cfg))}
 	if took, ok := routingTook(t); ok {
 		d.Message += fmt.Sprintf(" while routing still sent traffic until %s after the deletion", FormatSeconds(took))
-		d.Fix = fmt.Sprintf("add preStop sleep ≥ %ds: routing took %s", sleepFor(took, cfg), FormatSeconds(took))
+		d.Fix = fmt.Sprintf("add preStop sleep ≥ %ds: routing took %s%s", sleepFor(took, cfg), FormatSeconds(took), slowestText(t))
 	}
 	return d
 }
@@ -102,7 +102,7 @@ func noDrainDelay(t Termination, cfg Config) *Diagnosis {
 	return &Diagnosis{Code: DiagNoDrainDelay,
 		Message: fmt.Sprintf("the listener closed %s: nothing kept the pod serving while routing converged",
 			relative(start, m.ListenerClosed, "the deletion")),
-		Fix: fmt.Sprintf("add preStop sleep ≥ %ds or keep serving that long after the stop signal", sleepFor(took, cfg))}
+		Fix: fmt.Sprintf("add preStop sleep ≥ %ds or keep serving that long after the stop signal%s", sleepFor(took, cfg), slowestText(t))}
 }
 
 // stopSignalIgnored: the stop signal was generated and nothing reacted —

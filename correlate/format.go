@@ -20,13 +20,17 @@ func deletionRef(t Termination) time.Time {
 
 // routingTook is how long traffic kept arriving after the deletion: the
 // time a preStop sleep must cover (it starts at the deletion, like routing
-// convergence).
+// convergence). The slowest source counts its requests reset on reused
+// connections too, which are no connection attempt.
 func routingTook(t Termination) (time.Duration, bool) {
-	ref := deletionRef(t)
-	if ref.IsZero() || t.LastConnAttempt.Before(ref) {
+	ref, last := deletionRef(t), t.LastConnAttempt
+	if s, ok := t.SlowestSource(); ok {
+		last = later(last, s.Last)
+	}
+	if ref.IsZero() || last.IsZero() || last.Before(ref) {
 		return 0, false
 	}
-	return t.LastConnAttempt.Sub(ref), true
+	return last.Sub(ref), true
 }
 
 // sleepFor is the preStop sleep, in whole seconds as the sleep action takes

@@ -54,6 +54,8 @@ func feed(c *Correlator, evs []any) {
 			c.Kubelet(e)
 		case collector.EndpointUpdate:
 			c.Endpoint(e)
+		case collector.NodeUpdate:
+			c.Node(e)
 		case collector.Event:
 			c.Kernel(e)
 		case bind:

@@ -129,6 +129,7 @@ func (c *Correlator) accept(p *podState, e *collector.Event) {
 		return
 	}
 	c.clientAccept(p, e.Time, e.SockCookie, true)
+	notePeer(t, e, peerAccepted)
 }
 
 // clientAccept counts an accept that was not a probe: in the pod's history
@@ -203,6 +204,7 @@ func (c *Correlator) refused(t *termState, e *collector.Event) {
 		t.Unclassified++
 	}
 	c.attempt(t, e.Time, true)
+	notePeer(t, e, peerRefused)
 }
 
 // deletionStart is deletion_seen, or the start of a termination whose

@@ -161,6 +161,12 @@ func (c *Correlator) evaluate(p *podState, final bool) Termination {
 	} else {
 		t.Counts.RefusedBeforeSigterm += ts.Unclassified
 	}
+	t.RoutingSources = c.routingSources(ts)
+	if ts.Peers != nil && ts.Peers.Overflow {
+		// The same bound as the accept log's: the sources of some
+		// connections before the mark was known are missing.
+		addPartial(&t, PartialAcceptHistory)
+	}
 	t.Diagnoses = diagnose(t, ts.PrestopMessage, c.cfg)
 	t.Outcome = outcomeOf(t)
 	return t

@@ -97,6 +97,9 @@ type termState struct {
 	// SawInitExit is set by any container init exit, attributed to a
 	// container or not.
 	SawInitExit bool `json:"saw_init_exit,omitempty"`
+	// Peers tallies client connections by peer address for
+	// RoutingSources (peers.go).
+	Peers *peerTally `json:"peers,omitempty"`
 }
 
 // maxTrackedCookies bounds the per-termination cookie and PID sets: a busy

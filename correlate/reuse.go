@@ -82,6 +82,7 @@ func (c *Correlator) resetOnReuse(p *podState, e *collector.Event) bool {
 		r.Reasons = make(map[string]int, 2)
 	}
 	r.Reasons[reason]++
+	notePeer(t, e, peerResetOnReuse)
 	if stop := t.T.Marks.StopSignal; !stop.IsZero() && !e.Time.Before(stop) {
 		r.AfterStopSignal++
 	}
@@ -155,8 +156,12 @@ func reasonsText(reasons map[string]int) string {
 	return "RST reason " + strings.Join(parts, ", ")
 }
 
-// routingLagText is ": routing took 1.4 s" when the routing lag is known.
+// routingLagText is ": routing took 1.4s" when the routing lag is known,
+// naming the slowest source when there is one.
 func routingLagText(t Termination) string {
+	if s, ok := t.SlowestSource(); ok {
+		return fmt.Sprintf(": %s still sent %s after the endpoint became not ready", s.Source, FormatSeconds(s.Lag))
+	}
 	if lag, ok := t.RoutingLag(); ok {
 		return ": routing took " + FormatSeconds(lag)
 	}

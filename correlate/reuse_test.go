@@ -110,7 +110,7 @@ func TestResetOnReuseFix(t *testing.T) {
 	}{
 		{"shutdown", []any{rst(11, reasonTimewait, ms(1600)), rst(12, reasonTimewait, ms(1601))},
 			"2 requests arrived on keep-alive connections the server had already closed and were reset (RST reason TCP_TIMEWAIT_SOCKET 2; 2 after the stop signal, 0 before it): a proxy with a connection pool answers each with a 502",
-			"keep serving keep-alive connections until routing has converged (preStop sleep, a drain delay: routing took 0.7s), then answer with `Connection: close` instead of closing idle connections under the proxy; keep the proxy's upstream idle timeout shorter than the server's"},
+			"keep serving keep-alive connections until routing has converged (preStop sleep, a drain delay: external 10.244.2.9 still sent 1.3s after the endpoint became not ready), then answer with `Connection: close` instead of closing idle connections under the proxy; keep the proxy's upstream idle timeout shorter than the server's"},
 		{"idle timeout", []any{rst(11, reasonAbortOnData, ms(-5))},
 			"1 requests arrived on keep-alive connections the server had already closed and were reset (RST reason TCP_ABORT_ON_DATA 1; 0 after the stop signal, 1 before it): a proxy with a connection pool answers each with a 502",
 			"make the server's keep-alive idle timeout longer than every upstream pool's (Go http.Server.IdleTimeout > nginx keepalive_timeout / haproxy timeout http-keep-alive / Envoy idle_timeout)"},

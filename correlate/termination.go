@@ -174,4 +174,7 @@ type Termination struct {
 	// Sources are the node-local tasks that connected during the
 	// termination, bounded, in order of first sight.
 	Sources []Source `json:"sources,omitempty"`
+	// RoutingSources are the traffic sources that still sent at or after
+	// endpoints_not_ready, slowest first, bounded (routingsources.go).
+	RoutingSources []RoutingSource `json:"routing_sources,omitempty"`
 }

@@ -99,6 +99,10 @@ type Config struct {
 	// HTTP2Tracking is HTTP2Auto (the default), HTTP2Always or HTTP2Off:
 	// when the kernel follows HTTP/2 streams (see http2.go).
 	HTTP2Tracking string
+	// WatchAllNodes watches every Node, not only this one, so that routing
+	// sources on other nodes (their kube-proxy, their pods) are named after
+	// their node (kube.Config.AllNodes; a cluster-wide watch).
+	WatchAllNodes bool
 	// RingBufferSize is the kernel ring buffer's size in bytes (0:
 	// kernel.DefaultRingBufferSize; see kernel.Options.RingBufferSize).
 	RingBufferSize int

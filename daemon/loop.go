@@ -85,6 +85,8 @@ func (d *Daemon) handleAPI(ev apiEvent) {
 		d.corr.Kubelet(*ev.kubelet)
 	case ev.endpoint != nil:
 		d.corr.Endpoint(*ev.endpoint)
+	case ev.node != nil:
+		d.corr.Node(*ev.node)
 	}
 }
 

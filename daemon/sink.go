@@ -11,6 +11,7 @@ type apiEvent struct {
 	deleted  *collector.PodDeleted
 	kubelet  *collector.KubeletEvent
 	endpoint *collector.EndpointUpdate
+	node     *collector.NodeUpdate
 	// listed marks the end of the first pod list: every pod of the node
 	// was sent before it.
 	listed bool
@@ -38,4 +39,9 @@ func (s apiSink) PodDeleted(d collector.PodDeleted)   { s.send(apiEvent{deleted:
 func (s apiSink) Kubelet(e collector.KubeletEvent)    { s.send(apiEvent{kubelet: &e}) }
 func (s apiSink) Endpoint(u collector.EndpointUpdate) { s.send(apiEvent{endpoint: &u}) }
 
-var _ kube.APISink = apiSink{}
+func (s apiSink) Node(u collector.NodeUpdate) { s.send(apiEvent{node: &u}) }
+
+var (
+	_ kube.APISink  = apiSink{}
+	_ kube.NodeSink = apiSink{}
+)

@@ -53,6 +53,7 @@ func writeTimeline(w *bufio.Writer, v TerminationView) {
 	if s := SourcesLine(t.Sources); s != "" {
 		fmt.Fprintf(w, "  sources: %s\n", s)
 	}
+	writeRoutingSources(w, t, origin)
 	if c := connectionsLine(t, origin); c != "" {
 		fmt.Fprintf(w, "  %s\n", c)
 	}

@@ -14,10 +14,13 @@ type timelineView struct {
 	UID                      string // for the relative link to the JSON record (it resolves through the pod proxy too)
 	StopSignal               string // "SIGQUIT", or "the stop signal" when not seen
 	Sources                  string
-	Counts                   correlate.Counts
-	Diagnoses                []correlate.Diagnosis
-	Partial                  []string
-	Marks                    []markView
+	// RoutingSources is the table of sources still sending after
+	// endpoints_not_ready, last sends relative to the stop signal.
+	RoutingSources []routingSourceRow
+	Counts         correlate.Counts
+	Diagnoses      []correlate.Diagnosis
+	Partial        []string
+	Marks          []markView
 	// Accepted and Refused are client attempts (bars); ProbeAccepted and
 	// ProbeRefused the kubelet's (dots), in the same lanes.
 	Accepted, Refused           []float64
@@ -64,6 +67,7 @@ func newTimelineView(t correlate.Termination) timelineView {
 		Ticks:      s.ticks(),
 		Geometry:   pageGeometry,
 	}
+	v.RoutingSources = routingSourceRows(t, s.origin)
 	var rows labelRowSet
 	for _, m := range t.Marks.Observed() {
 		mv := markView{Name: m.Name, Color: MarkColors[m.Name], Rel: s.rel(m.Time), X: s.X(m.Time), Anchor: "start", DX: 4}

@@ -24,6 +24,7 @@ type apiAccess struct {
 
 var neededAccess = []apiAccess{
 	{"", "pods", []string{"get", "list", "watch"}},
+	{"", "nodes", []string{"get", "list", "watch"}},
 	{"", "events", []string{"list", "watch", "create", "patch"}},
 	{"", "services", []string{"get", "list", "watch"}},
 	{"discovery.k8s.io", "endpointslices", []string{"get", "list", "watch"}},

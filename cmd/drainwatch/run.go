@@ -30,7 +30,7 @@ type runFlags struct {
 	kubeletComms                                       string
 	http2Tracking, auth, tlsCert, tlsKey               string
 	ringBufferSize, pprofAddr, completedInMemory       string
-	noEvents, unpinOnExit, tlsSelfSigned               bool
+	noEvents, unpinOnExit, tlsSelfSigned, allNodes     bool
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
@@ -57,6 +57,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.StringVar(&f.pprofAddr, "pprof-addr", os.Getenv("DRAINWATCH_PPROF_ADDR"), "serve Go's runtime profiles (heap, CPU, goroutines) at http://<addr>/debug/pprof/ on a listener of their own, without authentication: bind it to loopback (127.0.0.1:6060) and reach it with kubectl port-forward; empty (the default) serves none (env DRAINWATCH_PPROF_ADDR)")
 	fs.StringVar(&f.completedInMemory, "completed-in-memory", envOr("DRAINWATCH_COMPLETED_IN_MEMORY", strconv.Itoa(daemon.DefaultCompletedInMemory)),
 		"how many complete terminations the API serves from memory; older ones (up to 7 days) are read from the state store, so memory stays flat however many pods terminate (env DRAINWATCH_COMPLETED_IN_MEMORY)")
+	fs.BoolVar(&f.allNodes, "watch-all-nodes", os.Getenv("DRAINWATCH_WATCH_ALL_NODES") == "true", "watch every Node (not only this one) so that the routing sources of a termination on other nodes, their kube-proxy and their pods, are named after their node instead of by address; a cluster-wide watch whose Node updates reach every daemon (env DRAINWATCH_WATCH_ALL_NODES=true)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -135,6 +136,7 @@ func runCmd(args []string) int {
 		Auth: f.auth, TLSCertFile: f.tlsCert, TLSKeyFile: f.tlsKey, TLSSelfSigned: f.tlsSelfSigned,
 		Correlate:     correlate.Config{ProbeComms: splitList(f.kubeletComms)},
 		HTTP2Tracking: f.http2Tracking, RingBufferSize: ringBytes, CompletedInMemory: inMemory,
+		WatchAllNodes: f.allNodes,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("invalid configuration")

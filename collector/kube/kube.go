@@ -49,12 +49,17 @@ type Config struct {
 	Linger time.Duration
 	// Now defaults to time.Now; "Seen" times come from it.
 	Now func() time.Time
+	// AllNodes watches every Node instead of this node's only, to name
+	// routing sources on other nodes (see startNodeWatch for the cost).
+	AllNodes bool
 }
 
 // Stats counts watch events received, per resource: the cost the daemon
 // puts on the API server and the network, measured by tests.
 type Stats struct {
 	PodEvents, ServiceEvents, SliceEvents, KubeletEvents uint64
+	// NodeEvents counts Node adds, updates and deletes (startNodeWatch).
+	NodeEvents uint64
 	// SliceWatches counts EndpointSlice watches started: one per service
 	// that came to select a local pod, each listing that service's slices.
 	SliceWatches uint64
@@ -64,7 +69,7 @@ type Stats struct {
 }
 
 type kubeCounters struct {
-	pods, services, slices, events, sliceWatches, podFailures atomic.Uint64
+	pods, services, slices, events, sliceWatches, podFailures, nodes atomic.Uint64
 }
 
 // Kube watches, for one node: its pods, the owners of those pods (metadata
@@ -148,6 +153,7 @@ func (k *Kube) Run(ctx context.Context) error {
 		return err
 	}
 	k.synced.Store(true)
+	k.startNodeWatch(ctx.Done())
 	<-ctx.Done()
 	k.endpoints.stopAll()
 	k.events.stopAll()
@@ -165,5 +171,6 @@ func (k *Kube) Stats() Stats {
 		PodEvents: k.counts.pods.Load(), ServiceEvents: k.counts.services.Load(),
 		SliceEvents: k.counts.slices.Load(), KubeletEvents: k.counts.events.Load(),
 		SliceWatches: k.counts.sliceWatches.Load(), PodWatchFailures: k.counts.podFailures.Load(),
+		NodeEvents: k.counts.nodes.Load(),
 	}
 }

@@ -2,14 +2,9 @@ package e2e_test
 
 import (
 	"context"
-	"net"
 	"slices"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/testenv/client"
@@ -105,60 +100,22 @@ func seedsKubeProxy(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, mode str
 	}
 }
 
-// readyService waits until the Service's EndpointSlices list ready
-// endpoints, one per pod, and returns the ClusterIP:port clients dial
-// (syncNow then has kube-proxy program them).
+// readyService is c.ServiceAddr, failing the test on error.
 func readyService(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, name string, ready int) string {
 	t.Helper()
-	svc, err := c.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+	addr, err := c.ServiceAddr(ctx, ns, name, ready)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for readyEndpoints(ctx, t, c, ns, name) != ready {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("service %s/%s: never %d ready endpoints", ns, name, ready)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return net.JoinHostPort(svc.Spec.ClusterIP, "80")
+	return addr
 }
 
-func readyEndpoints(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, name string) int {
-	t.Helper()
-	list, err := c.Client.DiscoveryV1().EndpointSlices(ns).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, s := range list.Items {
-		for _, e := range s.Endpoints {
-			if e.Conditions.Ready != nil && *e.Conditions.Ready {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// syncNow makes kube-proxy sync right now (a new Service it must program)
-// and returns its metrics after that sync: every change it had received is
-// programmed (the Service's endpoints, seen ready in the API before), and
-// the next change waits out minSyncPeriod from here.
+// syncNow is c.SyncKubeProxy, failing the test on error.
 func syncNow(ctx context.Context, t *testing.T, c *cluster.Cluster, kp *kubeproxy.Proxy, ns string) kubeproxy.Metrics {
 	t.Helper()
-	before, err := kp.Metrics(ctx)
+	m, err := c.SyncKubeProxy(ctx, kp, ns)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nudge := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nudge"},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "none"}, Ports: []corev1.ServicePort{{Port: 80}}}}
-	if _, err := c.Client.CoreV1().Services(ns).Create(ctx, nudge, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	after, err := kp.WaitProgrammed(ctx, before)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return after
+	return m
 }

@@ -13,8 +13,15 @@ type Counts struct {
 	Status   map[int]int // status answered to the client → requests
 	// Retried counts requests the proxy sent again after a failed attempt
 	// (haproxy's retries field %rc; nginx: more than one $upstream_addr).
-	Retried  int
-	Backends map[string]Backend // per upstream "ip:port"
+	Retried int
+	// NoLiveUpstreams counts requests nginx answered 502 without trying a
+	// server, every server of the upstream being disabled: its passive
+	// health check (max_fails=1, fail_timeout=10s by default) disables a
+	// server for 10 s after one failed attempt, a reset on a reused
+	// connection included, so one reset can turn into several 502s.
+	// ingress-nginx balances in Lua and disables no server this way.
+	NoLiveUpstreams int
+	Backends        map[string]Backend // per upstream "ip:port"
 }
 
 // Backend is one upstream's record in a proxy's logs.

@@ -49,18 +49,20 @@ func TestParseNginxLogs(t *testing.T) {
 		`l7req 127.0.0.1:40002 502 "10.244.1.2:8080" "502" "GET /work HTTP/1.1"`,
 		`l7req 127.0.0.1:40004 200 "10.244.1.2:8080, 10.244.1.3:8080" "502, 200" "GET /work HTTP/1.1"`,
 		`l7req 127.0.0.1:40006 503 "-" "-" "GET /work HTTP/1.1"`,
+		`l7req 127.0.0.1:40008 502 "be" "502" "GET /work HTTP/1.1"`,
 	)
 	errs := writeLog(t, "error.log",
 		`2026/11/30 12:40:01 [notice] 10#10: start worker process 11`,
 		`2026/11/30 12:40:02 [error] 11#11: *3 recv() failed (104: Connection reset by peer) while reading response header from upstream, client: 127.0.0.1, server: , request: "GET /work HTTP/1.1", upstream: "http://10.244.1.2:8080/work", host: "127.0.0.1:40001"`,
 		`2026/11/30 12:40:03 [error] 11#11: *5 upstream prematurely closed connection while reading response header from upstream, client: 127.0.0.1, server: , request: "GET /work HTTP/1.1", upstream: "http://10.244.1.2:8080/work", host: "127.0.0.1:40001"`,
 		`2026/11/30 12:40:04 [error] 11#11: *7 connect() failed (111: Connection refused) while connecting to upstream, client: 127.0.0.1, server: , request: "GET /work HTTP/1.1", upstream: "http://10.244.1.3:8080/work", host: "127.0.0.1:40001"`,
+		`2026/11/30 12:40:05 [error] 11#11: *9 no live upstreams while connecting to upstream, client: 127.0.0.1, server: , request: "GET /work HTTP/1.1", upstream: "http://be/work", host: "127.0.0.1:40001"`,
 	)
 	got, err := parseNginxLogs(access, errs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Counts{Requests: 4, Status: map[int]int{200: 2, 502: 1, 503: 1}, Retried: 1, Backends: map[string]Backend{
+	want := Counts{Requests: 5, Status: map[int]int{200: 2, 502: 2, 503: 1}, Retried: 1, NoLiveUpstreams: 1, Backends: map[string]Backend{
 		"10.244.1.2:8080": {Attempts: 3, BadGateway: 2, Aborted: 2, Reset: 1},
 		"10.244.1.3:8080": {Attempts: 1, Refused: 1},
 	}}

@@ -21,7 +21,7 @@ func parseNginxLogs(access, errorLog string) (Counts, error) {
 	if err := eachLine(access, func(line string) error { return countNginxAccess(&c, line) }); err != nil {
 		return c, err
 	}
-	err := eachLine(errorLog, func(line string) error { countNginxError(c, line); return nil })
+	err := eachLine(errorLog, func(line string) error { countNginxError(&c, line); return nil })
 	return c, err
 }
 
@@ -65,9 +65,14 @@ func splitList(s string) []string {
 	return out
 }
 
-// countNginxError counts the [error] lines about an upstream attempt.
-func countNginxError(c Counts, line string) {
+// countNginxError counts the [error] lines about an upstream attempt, and
+// the requests answered 502 with no upstream to try.
+func countNginxError(c *Counts, line string) {
 	if !strings.Contains(line, "[error]") {
+		return
+	}
+	if strings.Contains(line, "no live upstreams while connecting to upstream") {
+		c.NoLiveUpstreams++
 		return
 	}
 	m := nginxUpstream.FindStringSubmatch(line)

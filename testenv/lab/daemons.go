@@ -34,6 +34,9 @@ type DaemonSpec struct {
 	// round); otherwise it pins per node like production and keeps its
 	// state under Dir across restarts.
 	Unpinned bool
+	// WatchAllNodes passes --watch-all-nodes: traffic from the other
+	// node's kube-proxy is named after that node.
+	WatchAllNodes bool
 }
 
 // StartDaemon runs `drainwatch run` for a node and waits until /readyz
@@ -61,9 +64,13 @@ func StartDaemon(ctx context.Context, s DaemonSpec) (*Daemon, error) {
 			return nil, fmt.Errorf("state directory of %s's daemon: %w", s.Node, err)
 		}
 	}
-	d.cmd = exec.Command(s.Bin, "run", "--node-name="+s.Node, "--kubeconfig="+s.Kubeconfig,
-		"--listen="+addr, "--state-dir="+state,
-		"--cgroup-root="+s.CgroupRoot, "--log-format=json", "--log-level=info", pin)
+	args := []string{"run", "--node-name=" + s.Node, "--kubeconfig=" + s.Kubeconfig,
+		"--listen=" + addr, "--state-dir=" + state,
+		"--cgroup-root=" + s.CgroupRoot, "--log-format=json", "--log-level=info", pin}
+	if s.WatchAllNodes {
+		args = append(args, "--watch-all-nodes")
+	}
+	d.cmd = exec.Command(s.Bin, args...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {

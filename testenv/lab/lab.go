@@ -20,6 +20,7 @@ import (
 	"github.com/drainwatch/drainwatch/exporter"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
 	"github.com/drainwatch/drainwatch/testenv/controlplane"
+	"github.com/drainwatch/drainwatch/testenv/kubeproxy"
 	"github.com/drainwatch/drainwatch/testenv/node"
 	"github.com/drainwatch/drainwatch/testenv/promtest"
 	"github.com/drainwatch/drainwatch/testenv/realnode"
@@ -36,7 +37,8 @@ type Config struct {
 	Progress     *Progress
 	Log          zerolog.Logger // testenv's own logs (warnings)
 	// Scenarios selects scenarios by name prefix ("seeds", "rollout",
-	// "ignore-term", "prestop-fails", "nginx-sigquit"); empty runs them all.
+	// "ignore-term", "prestop-fails", "nginx-sigquit", "kube-proxy", "l7");
+	// empty runs them all.
 	Scenarios   []string
 	Screenshots bool // the /ui pages, with headless chromium
 	// RealNode adds a real node (testenv/realnode: kubelet, containerd,
@@ -99,8 +101,11 @@ func (l *Lab) start(ctx context.Context) error {
 	// ContainerStopSignals gate (most clusters today): drainwatch takes the
 	// stop signal from the kernel (nginx's image STOPSIGNAL SIGQUIT in
 	// nginx-sigquit); no scenario sets lifecycle.stopSignal.
+	// The real kube-proxy (nftables) runs on both nodes for the kube-proxy
+	// scenarios; the others never dial a ClusterIP.
 	l.Cluster, err = cluster.Start(ctx, cluster.Options{Nodes: 2, NodePrefix: l.cfg.NodePrefix,
-		ControlPlane: l.cfg.ControlPlane, Log: l.cfg.Log, Dir: l.clusterDir, DisableContainerStopSignals: true})
+		ControlPlane: l.cfg.ControlPlane, Log: l.cfg.Log, Dir: l.clusterDir, DisableContainerStopSignals: true,
+		KubeProxy: kubeproxy.NFTables, KubeProxyMinSync: KubeProxyMinSync})
 	if err != nil {
 		return fmt.Errorf("starting testenv: %w", err)
 	}
@@ -127,7 +132,7 @@ func (l *Lab) startDaemons(ctx context.Context) error {
 	}
 	for _, name := range l.nodeNames() {
 		d, err := StartDaemon(ctx, DaemonSpec{Bin: l.cfg.Drainwatch, Node: name, Kubeconfig: l.Cluster.Kubeconfig,
-			CgroupRoot: root, Dir: dir})
+			CgroupRoot: root, Dir: dir, WatchAllNodes: true})
 		if err != nil {
 			return err
 		}

@@ -27,9 +27,14 @@ type Result struct {
 	// ClientResetAtShutdown: connections the clients (or the router) saw
 	// reset or closed unanswered by the live server (groundtruth.go);
 	// drainwatch's is connections_reset_at_shutdown.
-	ClientResetAtShutdown     int      `json:"client_reset_at_shutdown"`
-	DrainwatchResetAtShutdown int      `json:"drainwatch_reset_at_shutdown"`
-	Diagnoses                 []string `json:"diagnoses"`
+	ClientResetAtShutdown     int `json:"client_reset_at_shutdown"`
+	DrainwatchResetAtShutdown int `json:"drainwatch_reset_at_shutdown"`
+	// ProxyResetOnReuse: the upstream aborts an L7 proxy logged (the
+	// keep-alive race); drainwatch's is requests_reset_on_reused_connections,
+	// in terminations and outside them. Zero for scenarios without a proxy.
+	ProxyResetOnReuse      int      `json:"proxy_reset_on_reuse"`
+	DrainwatchResetOnReuse int      `json:"drainwatch_reset_on_reuse"`
+	Diagnoses              []string `json:"diagnoses"`
 	// Source says where drainwatch's numbers come from: "api" (the
 	// daemons' terminations) or "prometheus" (PromQL by revision).
 	Source string `json:"source"`
@@ -42,7 +47,8 @@ type Result struct {
 // Agree reports whether the scenario ran and every pair is equal.
 func (r Result) Agree() bool {
 	return r.Error == "" && r.ClientRefused == r.DrainwatchRefused && r.ClientKilled == r.DrainwatchKilled &&
-		r.ProberProbeRefused == r.DrainwatchProbeRefused && r.ClientResetAtShutdown == r.DrainwatchResetAtShutdown
+		r.ProberProbeRefused == r.DrainwatchProbeRefused && r.ClientResetAtShutdown == r.DrainwatchResetAtShutdown &&
+		r.ProxyResetOnReuse == r.DrainwatchResetOnReuse
 }
 
 // AllAgree reports whether every result agrees (and there is at least one).
@@ -60,7 +66,7 @@ func Table(rs []Result) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\trefused clients/drainwatch\tkilled clients/drainwatch\tprobe refused prober/drainwatch\t"+
-		"reset at shutdown clients/drainwatch\tagree\tdiagnosis")
+		"reset at shutdown clients/drainwatch\treset on reuse proxy/drainwatch\tagree\tdiagnosis")
 	for _, r := range rs {
 		agree := "yes"
 		if !r.Agree() {
@@ -70,9 +76,9 @@ func Table(rs []Result) string {
 		if r.Error != "" {
 			diag = "error: " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
+		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
 			r.ClientKilled, r.DrainwatchKilled, r.ProberProbeRefused, r.DrainwatchProbeRefused,
-			r.ClientResetAtShutdown, r.DrainwatchResetAtShutdown, agree, diag)
+			r.ClientResetAtShutdown, r.DrainwatchResetAtShutdown, r.ProxyResetOnReuse, r.DrainwatchResetOnReuse, agree, diag)
 	}
 	_ = tw.Flush()
 	return b.String()

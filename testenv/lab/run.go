@@ -37,6 +37,11 @@ func Scenarios() []Scenario {
 		{"prestop-fails", "a preStop exec of a missing binary: FailedPreStopHook, then SIGTERM at once", prestopFailsScenario},
 		{"nginx-sigquit", "Debian's nginx, its image's STOPSIGNAL SIGQUIT, none in the API, probes on: the seeds straight at the pod", nginxScenario},
 		{"real/seeds-naive", "the seeds' naive server on the real node: the real kubelet deletes it, containerd's shim sends SIGTERM", realSeedsScenario},
+		{"kube-proxy/naive", "the seeds' naive server behind a ClusterIP Service on the real kube-proxy (nftables, minSyncPeriod 1 s)", kubeProxyScenario(kubeProxyNaive)},
+		{"kube-proxy/protocol-1.5s", "the protocol (drain delay 1.5 s) behind the same Service", kubeProxyScenario(kubeProxyProtocol)},
+		{"l7/nginx", "a rollout behind Debian's nginx pooling keep-alive connections longer than the pods keep them", l7Scenario(l7Nginx)},
+		{"l7/haproxy", "the same behind Debian's haproxy", l7Scenario(l7HAProxy)},
+		{"l7/nginx-fix", "the same behind nginx, the pods' idle timeout longer than the pool", l7Scenario(l7NginxFixed)},
 	}
 }
 

@@ -3,11 +3,14 @@ package lab
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/exporter"
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
@@ -55,12 +58,20 @@ func (l *Lab) seedsOn(ctx context.Context, name string, dep *appsv1.Deployment) 
 	if err != nil {
 		return Result{}, errorf("seeds' clients", err)
 	}
+	return l.seedsResult(ctx, name, dep.Namespace, pod, res, addr, "")
+}
+
+// seedsResult waits for the seeds' victim to be terminated and for
+// drainwatch's record, and compares them: /work went to work (the pod, or
+// a Service), /ready and /slow to the pod.
+func (l *Lab) seedsResult(ctx context.Context, name, ns string, pod *corev1.Pod, res client.SeedsResult, work, note string) (Result, error) {
+	addr := cluster.PodAddr(pod, cluster.ServerPort)
 	agent, err := l.Cluster.WaitTerminated(ctx, pod.UID)
 	if err != nil {
 		return Result{}, errorf("node agent", err)
 	}
 	l.progress.Step("%s: clients done, container exited %d; waiting for drainwatch's termination to be complete", name, agent.ExitCode)
-	vs, err := l.WaitComplete(ctx, dep.Namespace, string(pod.UID))
+	vs, err := l.WaitComplete(ctx, ns, string(pod.UID))
 	if err != nil {
 		return Result{}, err
 	}
@@ -68,20 +79,23 @@ func (l *Lab) seedsOn(ctx context.Context, name string, dep *appsv1.Deployment) 
 	if err != nil {
 		return Result{}, errorf("kubelet prober", err)
 	}
-	all := [][]client.Request{res.Work, res.Readiness, {res.Slow}}
-	text := l.timelineCLI(ctx, dep.Namespace, vs)
+	atPod := [][]client.Request{res.Readiness, {res.Slow}}
+	text := l.timelineCLI(ctx, ns, vs)
 	l.progress.Block(sideBySide("clients (0 = the delete)", res.Timeline(), "drainwatch timeline (0 = the stop signal)", text, 50))
-	l.record(name, dep.Namespace, vs, text, res)
+	l.record(name, ns, vs, text, res)
 	v, death := vs[0], Death{agent.SIGKILLAt, agent.ExitAt}
 	return Result{
-		Name: name, Namespace: dep.Namespace, Source: "api", Diagnoses: diagnosisCodes(vs...),
-		ClientRefused: RefusedTo(addr, all...), DrainwatchRefused: v.Counts.RefusedAfterSigterm,
-		ClientKilled: KilledBy(addr, death, all...), DrainwatchKilled: v.Counts.RequestsKilledBySigkill,
+		Name: name, Namespace: ns, Source: "api", Diagnoses: diagnosisCodes(vs...),
+		ClientRefused:      RefusedTo(work, res.Work) + RefusedTo(addr, atPod...),
+		DrainwatchRefused:  v.Counts.RefusedAfterSigterm,
+		ClientKilled:       KilledBy(work, death, res.Work) + KilledBy(addr, death, atPod...),
+		DrainwatchKilled:   v.Counts.RequestsKilledBySigkill,
 		ProberProbeRefused: probes, DrainwatchProbeRefused: v.Counts.ProbeRefused,
-		ClientResetAtShutdown: ResetAtShutdownTo(addr, death, all...), DrainwatchResetAtShutdown: v.Counts.ConnectionsResetAtShutdown,
-		Note: fmt.Sprintf("/work %s; /ready %s; /slow %s; exit code %d; %s; drainwatch refused before the stop signal %d",
-			client.Summarize(res.Work), client.Summarize(res.Readiness), res.Slow.Outcome, agent.ExitCode,
-			stopSignalNote(v, agent.StopSignal), v.Counts.RefusedBeforeSigterm),
+		ClientResetAtShutdown:     ResetAtShutdownTo(work, death, res.Work) + ResetAtShutdownTo(addr, death, atPod...),
+		DrainwatchResetAtShutdown: v.Counts.ConnectionsResetAtShutdown,
+		Note: fmt.Sprintf("%s/work %s; /ready %s; /slow %s; exit code %d; %s; drainwatch refused before the stop signal %d%s",
+			note, client.Summarize(res.Work), client.Summarize(res.Readiness), res.Slow.Outcome, agent.ExitCode,
+			stopSignalNote(v, agent.StopSignal), v.Counts.RefusedBeforeSigterm, sourcesNote(v.RoutingSources)),
 	}, nil
 }
 
@@ -95,4 +109,19 @@ func stopSignalNote(v exporter.TerminationView, sent syscall.Signal) string {
 	}
 	return fmt.Sprintf("stop signal %s (%s; node agent sent %s)", exporter.StopSignalName(v.Termination), api,
 		collector.SignalName(uint32(sent)))
+}
+
+// sourcesNote lists the routing sources drainwatch found after
+// endpoints_not_ready: "; routing sources: node lab-1 0.812s (12 accepted,
+// 3 refused)".
+func sourcesNote(ss []correlate.RoutingSource) string {
+	if len(ss) == 0 {
+		return ""
+	}
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = fmt.Sprintf("%s %s (%d accepted, %d refused, %d reset on reuse)",
+			s.Source, correlate.FormatSecondsMs(s.Lag), s.Accepted, s.Refused, s.ResetOnReuse)
+	}
+	return "; routing sources: " + strings.Join(parts, ", ")
 }

@@ -48,10 +48,12 @@ func TestTableMarksDisagreement(t *testing.T) {
 		{Name: "differs", ClientKilled: 3, DrainwatchKilled: 2},
 		{Name: "probes differ", ProberProbeRefused: 7, DrainwatchProbeRefused: 6},
 		{Name: "resets differ", ClientResetAtShutdown: 5, DrainwatchResetAtShutdown: 4},
+		{Name: "reuse differs", ProxyResetOnReuse: 9, DrainwatchResetOnReuse: 8},
 	}
 	table := Table(rs)
 	if AllAgree(rs) || !strings.Contains(table, "44 / 44") || !strings.Contains(table, "3 / 2") || !strings.Contains(table, "NO") ||
-		!strings.Contains(table, "7 / 6") || !strings.Contains(table, "5 / 4") || !strings.Contains(table, "probe refused prober/drainwatch") {
+		!strings.Contains(table, "7 / 6") || !strings.Contains(table, "5 / 4") || !strings.Contains(table, "probe refused prober/drainwatch") ||
+		!strings.Contains(table, "9 / 8") || !strings.Contains(table, "reset on reuse proxy/drainwatch") {
 		t.Errorf("table:\n%s", table)
 	}
 	for _, r := range rs[1:] {

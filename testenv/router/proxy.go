@@ -23,8 +23,8 @@ type Conn struct {
 	Client   string // client's address as the router saw it (= client.Request.Local)
 	Backend  string // "ip:port" picked, empty with NoBackend
 	Accepted time.Time
-	// Dialed is when the dial to the backend returned (connected, refused
-	// or failed): a refusal's time at the backend is between the two.
+	// Dialed is when the backend dial returned (TCP mode): the backend saw
+	// the SYN between Accepted and Dialed.
 	Dialed  time.Time
 	Outcome string
 	Err     string

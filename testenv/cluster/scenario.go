@@ -67,11 +67,15 @@ func (c *Cluster) WaitTerminated(ctx context.Context, uid types.UID) (node.Termi
 	}
 }
 
-// ProbeRefusals counts the kubelet prober's attempts at pod since `since`
-// (the deletion) that were refused, on any port, from its node agent's own
-// log: the ground truth for drainwatch's probe_refused (the prober runs as a
-// process named kubelet in the node's network namespace, like the real
-// kubelet). A probe refused while the server was still starting is not part
+// ProbeRefusals counts the kubelet prober's attempts at pod refused since
+// `since` (the deletion, or the stop), on any port, from its node agent's
+// own log: the ground truth for drainwatch's probe_refused (the prober runs
+// as a process named kubelet in the node's network namespace, like the
+// real kubelet). An attempt is the termination's when it ended at or after
+// since: the RST came between its start and its end, and a probe that
+// started just before the stop signal is refused after it when its SYN
+// meets the closed listener (the soak found two such, 20 ms apart under
+// load). A probe refused while the server was still starting is not part
 // of a termination.
 func (c *Cluster) ProbeRefusals(pod *corev1.Pod, since time.Time) (int, error) {
 	for i, name := range c.NodeNames {
@@ -84,7 +88,7 @@ func (c *Cluster) ProbeRefusals(pod *corev1.Pod, since time.Time) (int, error) {
 		}
 		n := 0
 		for _, a := range attempts {
-			if a.Pod == pod.Namespace+"/"+pod.Name && a.Outcome == kubeletprobe.Refused && !a.Start.Before(since) {
+			if a.Pod == pod.Namespace+"/"+pod.Name && a.Outcome == kubeletprobe.Refused && !a.End.Before(since) {
 				n++
 			}
 		}

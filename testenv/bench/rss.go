@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/drainwatch/drainwatch/testenv/cluster"
@@ -15,6 +16,9 @@ type RSS struct {
 	Pods  int
 	After time.Duration // since the pods run
 	Memory
+	// Mappings is the smaps breakdown of RSS at this reading (the raw
+	// smaps is saved beside samples.json).
+	Mappings []Mapping
 	// IdleCPU is the daemon's CPU time per second of wall time since the
 	// previous reading with as many pods (none for the first): nothing
 	// terminates and nothing connects meanwhile, so it is what the daemon
@@ -55,6 +59,10 @@ func (b *bench) rss(ctx context.Context) ([]RSS, error) {
 				return out, err
 			}
 			r := RSS{Pods: n, After: after, Memory: m}
+			save := filepath.Join(b.cfg.Dir, fmt.Sprintf("smaps-%dpods-%v.txt", n, after))
+			if r.Mappings, err = SmapsBreakdown(d.PID(), save); err != nil {
+				return out, err
+			}
 			now, err := readCPU(d.PID())
 			if err != nil {
 				return out, err

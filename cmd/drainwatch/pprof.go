@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"runtime"
 
 	"github.com/rs/zerolog"
 
@@ -27,6 +28,18 @@ func servePprof(ctx context.Context, addr string, log zerolog.Logger) {
 			log.Error().Err(err).Msg("serving Go profiles")
 		}
 	}()
+}
+
+// sampleHeap keeps the runtime's heap-profile sampling (one sample per
+// 512 KiB allocated, each recording its stack in a table that lives as long
+// as the process) only when --pprof-addr serves the profile: nothing else
+// reads it, and off it saves ~0.8 MiB of the daemon's anonymous memory
+// (make bench, 110 pods). Allocations before main (package init) are
+// sampled either way.
+func sampleHeap(pprofAddr string) {
+	if pprofAddr == "" {
+		runtime.MemProfileRate = 0
+	}
 }
 
 // pprofHandler serves net/http/pprof's pages (its own mux: the package

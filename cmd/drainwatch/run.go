@@ -113,6 +113,7 @@ func runCmd(args []string) int {
 		fmt.Fprintln(os.Stderr, "drainwatch run:", err)
 		return 2
 	}
+	sampleHeap(f.pprofAddr)
 	log, err := newLogger(f, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "drainwatch run:", err)

@@ -30,7 +30,8 @@ type RSS struct {
 // the daemon has scanned and bound them, and once settled, a minute later.
 var rssAfter = []time.Duration{10 * time.Second, 70 * time.Second}
 
-// rss runs a fresh daemon for node 2 and scales a Deployment of sleepers
+// rss runs a fresh daemon for node 2 (its executable out of the page
+// cache first, see evictPageCache) and scales a Deployment of sleepers
 // bound to that node through cfg.Pods, reading VmRSS and VmHWM once the
 // daemon has had time to scan and watch them (as TestRSSWith110Pods).
 func (b *bench) rss(ctx context.Context) ([]RSS, error) {
@@ -38,6 +39,9 @@ func (b *bench) rss(ctx context.Context) ([]RSS, error) {
 		return nil, nil
 	}
 	nodeName := b.c.NodeNames[1]
+	if err := evictPageCache(b.cfg.Drainwatch); err != nil {
+		return nil, err
+	}
 	d, err := b.startDaemon(ctx, nodeName)
 	if err != nil {
 		return nil, err

@@ -13,8 +13,9 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/drainwatch/drainwatch/collector/kube"
 )
 
 // The HTTP authentication modes of Config.Auth.
@@ -55,7 +56,7 @@ type kubeAuth struct {
 }
 
 func newKubeAuth(rc *rest.Config, log zerolog.Logger) (*kubeAuth, error) {
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := kube.NewClients(rc)
 	if err != nil {
 		return nil, fmt.Errorf("creating the client for token and access reviews: %w", err)
 	}

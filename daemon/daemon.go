@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/drainwatch/drainwatch/collector/kube"
@@ -166,16 +165,16 @@ func (d *Daemon) restConfig() (*rest.Config, error) {
 
 func (d *Daemon) startKube(ctx context.Context, rest *rest.Config, errc chan<- error) error {
 	d.sink = apiSink{events: d.api, done: ctx.Done()}
-	kube, err := kube.New(kube.Config{
+	api, err := kube.New(kube.Config{
 		NodeName: d.cfg.NodeName, Rest: rest, Sink: d.sink, Now: d.cfg.Now, AllNodes: d.cfg.WatchAllNodes,
 		Log: d.log.With().Str("component", "kube").Logger(),
 	})
 	if err != nil {
 		return err
 	}
-	d.kube.Store(kube)
+	d.kube.Store(api)
 	if !d.cfg.NoEvents {
-		client, err := kubernetes.NewForConfig(rest)
+		client, err := kube.NewClients(rest)
 		if err != nil {
 			return fmt.Errorf("creating the Events client: %w", err)
 		}
@@ -185,7 +184,7 @@ func (d *Daemon) startKube(ctx context.Context, rest *rest.Config, errc chan<- e
 			return fmt.Errorf("registering drainwatch_events_dropped_total: %w", err)
 		}
 	}
-	go func() { errc <- kube.Run(ctx) }()
+	go func() { errc <- api.Run(ctx) }()
 	return nil
 }
 

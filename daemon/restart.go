@@ -25,8 +25,8 @@ import (
 // moved past those events, and the saved state does not count them. The
 // next run then reports a daemon_down gap from the last event it saved, so
 // the terminations overlapping it are partial, never silently short.
-// Events the ring buffer could not hold while the daemon was down (4 MiB
-// by default, about 29,000 events) are counted by the kernel and reported as an
+// Events the ring buffer could not hold while the daemon was down (2 MiB
+// by default, about 14,500 events) are counted by the kernel and reported as an
 // events_lost gap.
 
 // kernelOptions are the options of this run's kernel side: resume the

@@ -14,7 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // Daemon is one drainwatch daemon whose terminations can be listed: reached
@@ -80,11 +80,17 @@ func decodeList(body []byte, from string) (TerminationList, error) {
 	return list, nil
 }
 
+// PodClient is what ProxyDaemons uses of the API: pods and their proxy.
+// collector/kube's Clients and client-go's Clientset satisfy it.
+type PodClient interface {
+	CoreV1() corev1client.CoreV1Interface
+}
+
 // proxyDaemon is a daemon pod reached through the API server's pod proxy
 // (GET /api/v1/namespaces/<ns>/pods/<name>:<port>/proxy/api/v1/terminations),
 // with the user's credentials: nothing needs to be exposed.
 type proxyDaemon struct {
-	client    kubernetes.Interface
+	client    PodClient
 	namespace string
 	pod       string
 	port      int
@@ -108,7 +114,7 @@ func (d proxyDaemon) Terminations(ctx context.Context, q url.Values) (Terminatio
 // ProxyDaemons lists the running drainwatch pods of namespace matching
 // selector ("app.kubernetes.io/name=drainwatch") as daemons reached through
 // the pod proxy on port.
-func ProxyDaemons(ctx context.Context, client kubernetes.Interface, namespace, selector string, port int) ([]Daemon, error) {
+func ProxyDaemons(ctx context.Context, client PodClient, namespace, selector string, port int) ([]Daemon, error) {
 	pods, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, fmt.Errorf("listing drainwatch pods (namespace %s, selector %s): %w", namespace, selector, err)

@@ -12,8 +12,9 @@ import (
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
+	batchv1client "k8s.io/client-go/kubernetes/typed/batch/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
@@ -62,13 +63,23 @@ type EventOptions struct {
 	RetryEvery time.Duration
 }
 
+// EventClient is what the EventReporter uses of the API: Events, and the
+// workloads they are about. collector/kube's Clients and client-go's
+// Clientset satisfy it; the daemon passes the former, which does not link
+// every API group's client.
+type EventClient interface {
+	CoreV1() typedcorev1.CoreV1Interface
+	AppsV1() appsv1client.AppsV1Interface
+	BatchV1() batchv1client.BatchV1Interface
+}
+
 // EventReporter posts a Warning Event on the pod and on its workload for each
 // non-clean diagnosis of a completed termination, so `kubectl describe` and
 // `kubectl get events` show what was lost and the fix. Events go through
 // client-go's broadcaster: its correlator aggregates repeats and its spam
 // filter rate-limits them per object.
 type EventReporter struct {
-	client      kubernetes.Interface
+	client      EventClient
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
 	log         zerolog.Logger
@@ -89,7 +100,7 @@ const reportQueue = 256
 
 // NewEventReporter starts the broadcaster and the goroutine that records
 // reported terminations; call Shutdown to stop both.
-func NewEventReporter(client kubernetes.Interface, log zerolog.Logger, opts EventOptions) *EventReporter {
+func NewEventReporter(client EventClient, log zerolog.Logger, opts EventOptions) *EventReporter {
 	b := record.NewBroadcaster(record.WithCorrelatorOptions(opts.Correlator),
 		record.WithSleepDuration(cmp.Or(opts.RetryEvery, eventRetryEvery)))
 	dropped := newDroppedEvents()

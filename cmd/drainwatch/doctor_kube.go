@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -9,9 +10,11 @@ import (
 
 	authv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/drainwatch/drainwatch/collector/kube"
 )
 
 // apiAccess is what the daemon does with one resource: the rules of
@@ -53,8 +56,8 @@ func kubeConfig(path string) (*rest.Config, string, error) {
 	return cfg, "in-cluster config", err
 }
 
-func checkKube(kube func() (*rest.Config, string, error)) []checkResult {
-	cfg, source, err := kube()
+func checkKube(load func() (*rest.Config, string, error)) []checkResult {
+	cfg, source, err := load()
 	switch {
 	case err != nil:
 		return []checkResult{{Check: "api", Status: checkFail, Detail: fmt.Sprintf("%s: %v", source, err),
@@ -65,11 +68,11 @@ func checkKube(kube func() (*rest.Config, string, error)) []checkResult {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Timeout = 10 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kube.NewClients(cfg)
 	if err != nil {
 		return []checkResult{{Check: "api", Status: checkFail, Detail: err.Error(), Fix: "a valid kubeconfig"}}
 	}
-	v, err := cs.Discovery().ServerVersion()
+	v, err := serverVersion(cs.CoreV1().RESTClient())
 	if err != nil {
 		return []checkResult{{Check: "api", Status: checkFail, Detail: fmt.Sprintf("%s (%s): %v", cfg.Host, source, err),
 			Fix: "the API server must be reachable from the node (network policy, proxy, token)"}}
@@ -81,9 +84,25 @@ func checkKube(kube func() (*rest.Config, string, error)) []checkResult {
 	return rs
 }
 
+// serverVersion is GET /version, what client-go's discovery client's
+// ServerVersion asks (that client is not linked: see kube.Clients).
+func serverVersion(c rest.Interface) (*version.Info, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := c.Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	var v version.Info
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("decoding /version: %w", err)
+	}
+	return &v, nil
+}
+
 // checkAccess asks the API server, one SelfSubjectAccessReview per verb,
 // whether this identity may do what the daemon does with a resource.
-func checkAccess(cs kubernetes.Interface, a apiAccess) checkResult {
+func checkAccess(cs *kube.Clients, a apiAccess) checkResult {
 	name := a.resource
 	if a.group != "" {
 		name += "." + a.group
@@ -111,7 +130,7 @@ func checkAccess(cs kubernetes.Interface, a apiAccess) checkResult {
 	return r
 }
 
-func allowed(cs kubernetes.Interface, group, resource, verb string) (bool, error) {
+func allowed(cs *kube.Clients, group, resource, verb string) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rev, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authv1.SelfSubjectAccessReview{

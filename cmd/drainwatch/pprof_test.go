@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -31,5 +32,19 @@ func TestPprofAddr(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
 			t.Errorf("GET %s: %d, body without %q", path, resp.StatusCode, want)
 		}
+	}
+}
+
+// The heap profile's sampling stays on only when --pprof-addr serves it.
+func TestSampleHeapOnlyWhenServed(t *testing.T) {
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = 512 * 1024
+	sampleHeap("127.0.0.1:6060")
+	if runtime.MemProfileRate != 512*1024 {
+		t.Fatalf("MemProfileRate %d with --pprof-addr set, want Go's default 524288", runtime.MemProfileRate)
+	}
+	sampleHeap("")
+	if runtime.MemProfileRate != 0 {
+		t.Fatalf("MemProfileRate %d without --pprof-addr, want 0", runtime.MemProfileRate)
 	}
 }

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
+	"github.com/drainwatch/drainwatch/collector/kube"
 	"github.com/drainwatch/drainwatch/exporter"
 )
 
@@ -153,12 +152,12 @@ func (f timelineFlags) daemons(ctx context.Context) ([]exporter.Daemon, error) {
 	return exporter.ProxyDaemons(ctx, client, f.dwNamespace, f.selector, f.port)
 }
 
-func (f timelineFlags) kubeClient() (kubernetes.Interface, error) {
+func (f timelineFlags) kubeClient() (*kube.Clients, error) {
 	cfg, err := f.restConfig()
 	if err != nil {
 		return nil, err
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	client, err := kube.NewClients(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
 	}

@@ -169,13 +169,13 @@ func TestPinResume(t *testing.T) {
 	}
 }
 
-// TestPinOverflowWhileClosed: more events than the 4 MiB ring buffer holds
+// TestPinOverflowWhileClosed: more events than the default ring buffer holds
 // arrive while no Kernel is open. The resumed Kernel delivers what fit, and
 // the rest shows in LostInKernel: delivered + lost = generated, nothing
 // silently missing. (The backlog is larger than the Events channel: the
 // reader waits for the consumer instead of dropping it.)
 func TestPinOverflowWhileClosed(t *testing.T) {
-	const n = 31000 // 4 MiB / 144-byte records = 29127
+	const n = 16000 // 2 MiB / 144-byte records = 14563
 	root := pinRoot(t)
 	l := newLab(t)
 	k1 := openPinned(t, Options{PinPath: root})

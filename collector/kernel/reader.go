@@ -26,7 +26,7 @@ const (
 // reused record and event, and never blocks on the consumer: when the
 // Events channel is full the event is dropped and counted. The exception is
 // the backlog the ring buffer held when the reader opened (what a resumed
-// run collected while the daemon was down, up to 4 MiB): it waits for room,
+// run collected while the daemon was down, up to the ring's size): it waits for room,
 // because it may be larger than the channel, and while it waits the ring
 // buffer keeps the newer events (the kernel counts what does not fit). The
 // backlog ends at the producer position seen at open, whatever it holds

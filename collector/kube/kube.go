@@ -9,7 +9,6 @@ import (
 
 	"github.com/rs/zerolog"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -77,7 +76,7 @@ type kubeCounters struct {
 // of the services that select its pods.
 type Kube struct {
 	cfg       Config
-	client    kubernetes.Interface
+	client    *Clients
 	owners    *ownerCache
 	endpoints *endpointWatch
 	events    *eventWatch
@@ -120,7 +119,7 @@ func New(cfg Config) (*Kube, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	client, err := kubernetes.NewForConfig(cfg.Rest)
+	client, err := NewClients(cfg.Rest)
 	if err != nil {
 		return nil, fmt.Errorf("creating API client: %w", err)
 	}

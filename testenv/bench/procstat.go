@@ -35,12 +35,13 @@ func processCPU(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * clockTick, nil
 }
 
-// Memory is a process's resident memory in KiB, from /proc/<pid>/status.
+// Memory is a process's resident memory in KiB, from /proc/<pid>/status:
+// VmRSS = RssAnon + RssFile + RssShmem.
 type Memory struct {
-	RSS, HWM, Anon, File int
+	RSS, HWM, Anon, File, Shmem int
 }
 
-// ProcessMemory reads pid's VmRSS, VmHWM, RssAnon and RssFile.
+// ProcessMemory reads pid's VmRSS, VmHWM, RssAnon, RssFile and RssShmem.
 func ProcessMemory(pid int) (m Memory, err error) {
 	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 	if err != nil {
@@ -63,6 +64,8 @@ func ProcessMemory(pid int) (m Memory, err error) {
 			m.Anon = n
 		case "RssFile:":
 			m.File = n
+		case "RssShmem:":
+			m.Shmem = n
 		}
 	}
 	return m, sc.Err()

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/drainwatch/drainwatch/testenv/cluster"
@@ -15,6 +16,9 @@ type RSS struct {
 	Pods  int
 	After time.Duration // since the pods run
 	Memory
+	// Mappings is the smaps breakdown of RSS at this reading (the raw
+	// smaps is saved beside samples.json).
+	Mappings []Mapping
 	// IdleCPU is the daemon's CPU time per second of wall time since the
 	// previous reading with as many pods (none for the first): nothing
 	// terminates and nothing connects meanwhile, so it is what the daemon
@@ -26,7 +30,8 @@ type RSS struct {
 // the daemon has scanned and bound them, and once settled, a minute later.
 var rssAfter = []time.Duration{10 * time.Second, 70 * time.Second}
 
-// rss runs a fresh daemon for node 2 and scales a Deployment of sleepers
+// rss runs a fresh daemon for node 2 (its executable out of the page
+// cache first, see evictPageCache) and scales a Deployment of sleepers
 // bound to that node through cfg.Pods, reading VmRSS and VmHWM once the
 // daemon has had time to scan and watch them (as TestRSSWith110Pods).
 func (b *bench) rss(ctx context.Context) ([]RSS, error) {
@@ -34,6 +39,9 @@ func (b *bench) rss(ctx context.Context) ([]RSS, error) {
 		return nil, nil
 	}
 	nodeName := b.c.NodeNames[1]
+	if err := evictPageCache(b.cfg.Drainwatch); err != nil {
+		return nil, err
+	}
 	d, err := b.startDaemon(ctx, nodeName)
 	if err != nil {
 		return nil, err
@@ -55,6 +63,10 @@ func (b *bench) rss(ctx context.Context) ([]RSS, error) {
 				return out, err
 			}
 			r := RSS{Pods: n, After: after, Memory: m}
+			save := filepath.Join(b.cfg.Dir, fmt.Sprintf("smaps-%dpods-%v.txt", n, after))
+			if r.Mappings, err = SmapsBreakdown(d.PID(), save); err != nil {
+				return out, err
+			}
 			now, err := readCPU(d.PID())
 			if err != nil {
 				return out, err

@@ -109,7 +109,12 @@ func (r Report) printRSS(w io.Writer) {
 		if m.IdleCPU > 0 {
 			idle = fmt.Sprintf("; idle CPU %.1f ms/s since the previous reading", float64(m.IdleCPU)/float64(time.Millisecond))
 		}
-		fmt.Fprintf(w, "RSS with %d pods on the node, %v after they run: VmRSS %.1f MiB (anon %.1f, file %.1f), VmHWM %.1f MiB%s\n",
-			m.Pods, m.After, mib(m.RSS), mib(m.Anon), mib(m.File), mib(m.HWM), idle)
+		fmt.Fprintf(w, "RSS with %d pods on the node, %v after they run: VmRSS %.1f MiB (anon %.1f, file %.1f, shmem %.1f), VmHWM %.1f MiB%s\n",
+			m.Pods, m.After, mib(m.RSS), mib(m.Anon), mib(m.File), mib(m.Shmem), mib(m.HWM), idle)
+		for _, k := range m.Mappings {
+			if k.RSS >= 64 {
+				fmt.Fprintf(w, "    %-36s %6.1f MiB (anonymous %.1f)\n", k.Kind, mib(k.RSS), mib(k.Anon))
+			}
+		}
 	}
 }

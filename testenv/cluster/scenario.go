@@ -74,17 +74,19 @@ func (c *Cluster) WaitTerminated(ctx context.Context, uid types.UID) (node.Termi
 // real kubelet). An attempt is the termination's when it ended at or after
 // since: the RST came between its start and its end, and a probe that
 // started just before the stop signal is refused after it when its SYN
-// meets the closed listener (the soak found two such, 20 ms apart under
-// load). A probe refused while the server was still starting is not part
-// of a termination.
+// meets the closed listener. A probe refused while the server was still
+// starting is not part of a termination.
 func (c *Cluster) ProbeRefusals(pod *corev1.Pod, since time.Time) (int, error) {
 	for i, name := range c.NodeNames {
 		if name != pod.Spec.NodeName {
 			continue
 		}
-		attempts, err := c.Nodes[i].ProbeAttempts()
+		attempts, dropped, err := c.Nodes[i].ProbeLog()
 		if err != nil {
 			return 0, err
+		}
+		if dropped > 0 && len(attempts) > 0 && attempts[0].End.After(since) {
+			return 0, fmt.Errorf("node %s: the prober's log (the newest %d attempts) no longer reaches back to %v", name, len(attempts), since)
 		}
 		n := 0
 		for _, a := range attempts {

@@ -151,10 +151,17 @@ func (a *Agent) ProbeCounts() (map[string]ProbeCount, error) {
 }
 
 // ProbeAttempts returns the kubelet prober's log of connection attempts, in
-// the order they finished (at most kubeletprobe.MaxLog).
+// the order they finished (the newest kubeletprobe.MaxLog).
 func (a *Agent) ProbeAttempts() ([]ProbeAttempt, error) {
+	attempts, _, err := a.ProbeLog()
+	return attempts, err
+}
+
+// ProbeLog is ProbeAttempts and how many of the oldest attempts the log
+// dropped to keep its bound.
+func (a *Agent) ProbeLog() ([]ProbeAttempt, int, error) {
 	resp, err := a.kubelet.counts(context.Background())
-	return resp.Log, err
+	return resp.Log, resp.LogDropped, err
 }
 
 // ProberPID is the PID of the kubelet prober process: /proc/<pid>/comm

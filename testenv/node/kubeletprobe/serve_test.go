@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // session runs Serve over pipes and sends requests one line each.
@@ -104,5 +105,23 @@ func TestProbesAndCounts(t *testing.T) {
 	sort.Strings(agents)
 	if got := strings.Join(agents, ","); got != "kube-probe/1.37 close=true,kube-probe/1.37 close=true" {
 		t.Errorf("server saw %s", got)
+	}
+}
+
+// TestLogKeepsTheNewest: past MaxLog attempts the log drops the oldest
+// (counted), never the newest a test asks about; the counts keep all.
+func TestLogKeepsTheNewest(t *testing.T) {
+	p := newProber()
+	const n = MaxLog + 12345
+	for i := range n {
+		p.record(Attempt{Target: "10.244.1.2:8080", Outcome: Refused, Start: time.Unix(int64(i), 0)})
+	}
+	resp := p.snapshot(1)
+	last := resp.Log[len(resp.Log)-1].Start.Unix()
+	if last != n-1 || len(resp.Log)+resp.LogDropped != n || len(resp.Log) > MaxLog {
+		t.Errorf("log of %d ending at attempt %d, %d dropped; want the newest (attempt %d), %d in all", len(resp.Log), last, resp.LogDropped, n-1, n)
+	}
+	if c := resp.Counts["10.244.1.2:8080"]; c.Refused != n {
+		t.Errorf("counts %+v, want %d refused", c, n)
 	}
 }

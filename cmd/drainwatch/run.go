@@ -30,6 +30,7 @@ type runFlags struct {
 	kubeletComms                                       string
 	http2Tracking, auth, tlsCert, tlsKey               string
 	ringBufferSize, pprofAddr, completedInMemory       string
+	keepCompleted                                      string
 	noEvents, unpinOnExit, tlsSelfSigned, allNodes     bool
 }
 
@@ -57,6 +58,8 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.StringVar(&f.pprofAddr, "pprof-addr", os.Getenv("DRAINWATCH_PPROF_ADDR"), "serve Go's runtime profiles (heap, CPU, goroutines) at http://<addr>/debug/pprof/ on a listener of their own, without authentication: bind it to loopback (127.0.0.1:6060) and reach it with kubectl port-forward; empty (the default) serves none (env DRAINWATCH_PPROF_ADDR)")
 	fs.StringVar(&f.completedInMemory, "completed-in-memory", envOr("DRAINWATCH_COMPLETED_IN_MEMORY", strconv.Itoa(daemon.DefaultCompletedInMemory)),
 		"how many complete terminations the API serves from memory; older ones (up to 7 days) are read from the state store, so memory stays flat however many pods terminate (env DRAINWATCH_COMPLETED_IN_MEMORY)")
+	fs.StringVar(&f.keepCompleted, "keep-completed", envOr("DRAINWATCH_KEEP_COMPLETED", daemon.DefaultKeepCompleted.String()),
+		"how long complete terminations are kept (API, UI, timeline) in the state store after their last mark; the store's size follows from it, a few KiB per termination (env DRAINWATCH_KEEP_COMPLETED)")
 	fs.BoolVar(&f.allNodes, "watch-all-nodes", os.Getenv("DRAINWATCH_WATCH_ALL_NODES") == "true", "watch every Node (not only this one) so that the routing sources of a termination on other nodes, their kube-proxy and their pods, are named after their node instead of by address; a cluster-wide watch whose Node updates reach every daemon (env DRAINWATCH_WATCH_ALL_NODES=true)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -130,6 +133,11 @@ func runCmd(args []string) int {
 		fmt.Fprintf(os.Stderr, "drainwatch run: --completed-in-memory %q: want a positive number of terminations\n", f.completedInMemory)
 		return 2
 	}
+	keep, err := time.ParseDuration(f.keepCompleted)
+	if err != nil || keep < time.Minute {
+		fmt.Fprintf(os.Stderr, "drainwatch run: --keep-completed %q: want a duration of at least 1m (e.g. 24h, 168h)\n", f.keepCompleted)
+		return 2
+	}
 	d, err := daemon.New(daemon.Config{
 		NodeName: f.nodeName, Kubeconfig: f.kubeconfig, ListenAddr: f.listen,
 		StateDir: f.stateDir, CgroupRoot: f.cgroupRoot, Log: log, NoEvents: f.noEvents,
@@ -137,7 +145,7 @@ func runCmd(args []string) int {
 		Auth: f.auth, TLSCertFile: f.tlsCert, TLSKeyFile: f.tlsKey, TLSSelfSigned: f.tlsSelfSigned,
 		Correlate:     correlate.Config{ProbeComms: splitList(f.kubeletComms)},
 		HTTP2Tracking: f.http2Tracking, RingBufferSize: ringBytes, CompletedInMemory: inMemory,
-		WatchAllNodes: f.allNodes,
+		WatchAllNodes: f.allNodes, KeepCompleted: keep,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("invalid configuration")

@@ -60,6 +60,11 @@ func TestRunRejectsBadInput(t *testing.T) {
 			t.Errorf("run --completed-in-memory %s exited %d, want 2", n, code)
 		}
 	}
+	for _, d := range []string{"10s", "0", "week", "-24h"} {
+		if code := runCmd([]string{"--node-name", "n", "--state-dir", t.TempDir(), "--keep-completed", d}); code != 2 {
+			t.Errorf("run --keep-completed %s exited %d, want 2", d, code)
+		}
+	}
 }
 
 func TestParseSize(t *testing.T) {

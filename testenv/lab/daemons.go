@@ -37,6 +37,9 @@ type DaemonSpec struct {
 	// WatchAllNodes passes --watch-all-nodes: traffic from the other
 	// node's kube-proxy is named after that node.
 	WatchAllNodes bool
+	// Args are more flags for `drainwatch run` (the soak's
+	// --keep-completed).
+	Args []string
 }
 
 // StartDaemon runs `drainwatch run` for a node and waits until /readyz
@@ -70,6 +73,7 @@ func StartDaemon(ctx context.Context, s DaemonSpec) (*Daemon, error) {
 	if s.WatchAllNodes {
 		args = append(args, "--watch-all-nodes")
 	}
+	args = append(args, s.Args...)
 	d.cmd = exec.Command(s.Bin, args...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -27,13 +27,17 @@ import (
 
 // Config configures a soak run.
 type Config struct {
-	Out        string        // results directory, created
-	Drainwatch string        // the drainwatch binary (make build: bin/drainwatch)
-	Duration   time.Duration // rollouts start until then; 1 h by default
-	Pods       int           // replicas of the Deployment; 50 by default
-	Every      time.Duration // one rollout per Every; 1 min by default
-	Progress   *lab.Progress
-	Log        zerolog.Logger // testenv's own logs (warnings)
+	Out        string // results directory, created
+	Drainwatch string // the drainwatch binary (make build: bin/drainwatch)
+	// KeepCompleted is the daemon's --keep-completed: short enough that
+	// the run reaches the state store's steady state (production keeps 7
+	// days, and its store grows for 7 days before it is flat).
+	KeepCompleted time.Duration
+	Duration      time.Duration // rollouts start until then; 1 h by default
+	Pods          int           // replicas of the Deployment; 50 by default
+	Every         time.Duration // one rollout per Every; 1 min by default
+	Progress      *lab.Progress
+	Log           zerolog.Logger // testenv's own logs (warnings)
 }
 
 func (c *Config) defaults() {
@@ -119,7 +123,7 @@ func (s *soak) start(ctx context.Context) error {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	s.daemon, err = lab.StartDaemon(ctx, lab.DaemonSpec{Bin: s.cfg.Drainwatch, Node: name,
-		Kubeconfig: c.Kubeconfig, CgroupRoot: root, Dir: dir})
+		Kubeconfig: c.Kubeconfig, CgroupRoot: root, Dir: dir, Args: []string{"--keep-completed=" + s.cfg.KeepCompleted.String()}})
 	if err != nil {
 		return err
 	}

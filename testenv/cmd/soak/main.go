@@ -41,6 +41,7 @@ func run() int {
 	flag.DurationVar(&cfg.Every, "every", time.Minute, "one rollout per this interval")
 	flag.StringVar(&cfg.Out, "out", filepath.Join("results", "soak-"+time.Now().Format("20060102-150405")), "results directory")
 	flag.StringVar(&cfg.Drainwatch, "drainwatch", "bin/drainwatch", "the drainwatch binary (make build)")
+	flag.DurationVar(&cfg.KeepCompleted, "keep-completed", 10*time.Minute, "the daemon's --keep-completed: the state store and the memory reach their steady state after it (production: 168h)")
 	flag.Parse()
 	if abs, err := filepath.Abs(cfg.Out); err == nil {
 		cfg.Out = abs

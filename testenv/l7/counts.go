@@ -19,7 +19,8 @@ type Counts struct {
 	// health check (max_fails=1, fail_timeout=10s by default) disables a
 	// server for 10 s after one failed attempt, a reset on a reused
 	// connection included, so one reset can turn into several 502s.
-	// ingress-nginx balances in Lua and disables no server this way.
+	// testenv's nginx sets max_fails=0, as ingress-nginx does (it balances
+	// in Lua and disables no server this way): 0 unless that changes.
 	NoLiveUpstreams int
 	Backends        map[string]Backend // per upstream "ip:port"
 }

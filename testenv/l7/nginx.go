@@ -108,7 +108,11 @@ func (n *nginx) config(backends []string) string {
 	}
 	var servers strings.Builder
 	for _, b := range backends {
-		fmt.Fprintf(&servers, "    server %s;\n", b)
+		// max_fails=0 as ingress-nginx configures its upstreams: nginx's
+		// passive health check would otherwise disable a server for 10 s
+		// after one reset on a reused connection and answer the next
+		// requests 502 without trying it (no live upstreams).
+		fmt.Fprintf(&servers, "    server %s max_fails=0;\n", b)
 	}
 	location := "return 503;"
 	if len(backends) == 0 {

@@ -29,6 +29,9 @@ type Container struct {
 	Terminated bool   `json:"terminated,omitempty"`
 	ExitCode   int32  `json:"exitCode,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	// LastReason is lastState.terminated.reason: why the previous
+	// container of a restarted one ended (OOMKilled, Error, Completed).
+	LastReason string `json:"lastReason,omitempty"`
 }
 
 // Pod is the part of a pod drainwatch keeps: what attribution and the

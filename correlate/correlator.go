@@ -35,6 +35,9 @@ type Correlator struct {
 	// is judged a container restart on this clock, not the loop's, which
 	// under load processes updates seconds after they were seen.
 	podsSeen time.Time
+	// ended holds the container terminations that ended between two
+	// Ticks (a restart seen by the next stop): the next Tick returns them.
+	ended []Termination
 }
 
 // Watermark is the latest kernel event time processed and how many

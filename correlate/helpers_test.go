@@ -234,3 +234,11 @@ func finish(tb testing.TB, c *Correlator, evs []any, at time.Time) Termination {
 	}
 	return done[0]
 }
+
+// running is the pod's update once its container runs again under a new
+// id (idChar repeated): the kubelet restarted it.
+func running(uid string, ip netip.Addr, grace time.Duration, idChar string, seen time.Time) collector.PodUpdate {
+	p := podOf(uid, ip, grace, true)
+	p.Containers[0].ID = strings.Repeat(idChar, 64)
+	return collector.PodUpdate{Seen: seen, Pod: p}
+}

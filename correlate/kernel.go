@@ -74,6 +74,7 @@ func (c *Correlator) dispatch(p *podState, container string, e *collector.Event)
 	case collector.EventSignal:
 		c.signal(p, container, e)
 	case collector.EventExit:
+		c.exitBegins(p, container, e)
 		exit(p.Term, container, e)
 	case collector.EventConnClosedInflight:
 		c.connClosed(p.Term, e)
@@ -181,7 +182,7 @@ func (c *Correlator) refused(t *termState, e *collector.Event) {
 	if t == nil {
 		return
 	}
-	stop := t.T.Marks.StopSignal
+	stop := stopPoint(t)
 	afterStop := !stop.IsZero() && !e.Time.Before(stop)
 	if !afterStop && (t.Tentative || e.Time.Before(deletionStart(t))) {
 		return

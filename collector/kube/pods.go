@@ -184,6 +184,9 @@ func convertContainer(c corev1.Container, statuses []corev1.ContainerStatus) col
 		if t := s.State.Terminated; t != nil {
 			out.Terminated, out.ExitCode, out.Reason = true, t.ExitCode, t.Reason
 		}
+		if t := s.LastTerminationState.Terminated; t != nil {
+			out.LastReason = t.Reason
+		}
 	}
 	return out
 }

@@ -191,4 +191,3 @@ func fromOwner(w collector.Workload, ownerRevision string) (string, string) {
 	}
 	return CauseScaleDown, w.Kind + " " + w.Name + " is still at revision " + w.Revision
 }
-

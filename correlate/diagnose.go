@@ -49,8 +49,16 @@ func outcomeOf(t Termination) string {
 func diagnose(t Termination, prestopMessage string, cfg Config) []Diagnosis {
 	var ds []Diagnosis
 	ignored := stopSignalIgnored(t)
+	routing := listenerClosedEarly(t, cfg)
+	drainDelay := noDrainDelay(t, cfg)
+	restart := containerStopped(t)
+	if restart != nil {
+		// No deletion, no routing to converge: the pod stays in its
+		// Service, so a preStop sleep is not the fix.
+		routing, drainDelay = nil, nil
+	}
 	for _, d := range []*Diagnosis{
-		listenerClosedEarly(t, cfg), noDrainDelay(t, cfg), ignoredDiagnosis(t, ignored),
+		restart, routing, drainDelay, ignoredDiagnosis(t, ignored),
 		graceExceeded(t, ignored), requestsKilled(t, ignored), streamsKilled(t), shutdownResets(t), resetOnReuse(t),
 		prestopFailed(t, prestopMessage), budgetTooSmall(t, ignored, cfg), stopSignalMismatch(t),
 	} {

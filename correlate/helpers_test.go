@@ -37,6 +37,12 @@ type bind struct {
 	cgroup uint64
 }
 
+// netnsDestroyed is a NetnsGone call.
+type netnsDestroyed struct {
+	ino uint32
+	at  time.Time
+}
+
 // gap is a KernelGap call.
 type gap struct {
 	reason   string
@@ -65,6 +71,8 @@ func feed(c *Correlator, evs []any) {
 			}
 		case gap:
 			c.KernelGap(e.reason, e.from, e.to)
+		case netnsDestroyed:
+			c.NetnsGone(e.ino, e.at)
 		case []any:
 			feed(c, e)
 		default:

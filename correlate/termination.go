@@ -84,6 +84,9 @@ const (
 	DiagResetOnReuse        = "requests_reset_on_reused_connections"
 	DiagStreamsKilled       = "streams_killed"
 	DiagStopSignalMismatch  = "stop_signal_mismatch"
+	DiagLivenessRestart     = "liveness_restart"
+	DiagOOMKilled           = "oom_killed"
+	DiagContainerCrashed    = "container_crashed"
 	DiagClean               = "clean"
 )
 

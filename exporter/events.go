@@ -37,6 +37,9 @@ var eventReasons = map[string]string{
 	correlate.DiagStreamsKilled:       "DrainStreamsKilled",
 	correlate.DiagStopSignalMismatch:  "DrainStopSignalMismatch",
 	correlate.DiagResetOnReuse:        "DrainResetOnReusedConnections",
+	correlate.DiagLivenessRestart:     "DrainLivenessRestart",
+	correlate.DiagOOMKilled:           "DrainOOMKilled",
+	correlate.DiagContainerCrashed:    "DrainContainerCrashed",
 }
 
 // EventReason returns the Event reason of a diagnosis code ("" for clean).

@@ -165,6 +165,9 @@ func (c *Correlator) evaluate(p *podState, final bool) Termination {
 	} else {
 		t.Counts.RefusedBeforeSigterm += ts.Unclassified
 	}
+	if !podStops(p) {
+		t.Container = stoppedContainer(ts, p.Pod)
+	}
 	t.Diagnoses = diagnose(t, ts.PrestopMessage, c.cfg)
 	t.Outcome = outcomeOf(t)
 	return t

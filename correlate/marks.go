@@ -69,6 +69,16 @@ func (m Marks) Last() time.Time {
 	return last
 }
 
+// Key identifies a termination among a node's: the pod's UID for the
+// pod's own; for a container's, with the container and the start (a pod
+// restarts its containers many times, each a termination).
+func (t Termination) Key() string {
+	if t.Container == "" {
+		return t.PodUID
+	}
+	return t.PodUID + "/" + t.Container + "@" + t.Start().UTC().Format(time.RFC3339Nano)
+}
+
 // Start is when a termination began: the earliest of the marks that can
 // begin one (MarkDef.Begins). Terminations are ordered by it everywhere.
 func (t Termination) Start() time.Time {

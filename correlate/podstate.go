@@ -78,9 +78,12 @@ type termState struct {
 	// ByExit: begun by an init's exit with no stop signal (a crash, an OOM
 	// kill); OutsideKill, a SIGKILL from outside the pod's containers
 	// preceded that exit (so it was not the OOM killer's).
-	ByExit      bool `json:"by_exit,omitempty"`
-	OutsideKill bool `json:"outside_kill,omitempty"`
-	StartedLate bool `json:"started_late,omitempty"`
+	ByExit bool `json:"by_exit,omitempty"`
+	// Container is the container whose stop began the termination (its
+	// init's stop signal or exit), "" when not known.
+	Container   string `json:"container,omitempty"`
+	OutsideKill bool   `json:"outside_kill,omitempty"`
+	StartedLate bool   `json:"started_late,omitempty"`
 	// Ran is set when a container was running when the termination began:
 	// a pod that never ran has nothing to observe and yields no record.
 	Ran bool `json:"ran,omitempty"`

@@ -35,7 +35,7 @@ func (c *Correlator) signal(p *podState, container string, e *collector.Event) {
 		// confirms it, it is tentative: a signal that stops nothing is
 		// dropped by Tick.
 		c.begin(p, e.Time)
-		p.Term.Tentative = true
+		p.Term.Tentative, p.Term.Container = true, container
 	}
 	t := p.Term
 	if t.T.Marks.StopSignal.IsZero() {

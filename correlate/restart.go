@@ -76,7 +76,7 @@ func (c *Correlator) exitBegins(p *podState, container string, e *collector.Even
 	}
 	c.begin(p, e.Time)
 	t := p.Term
-	t.ByExit = true
+	t.ByExit, t.Container = true, container
 	t.OutsideKill = !p.OutsideKill.IsZero() && !p.OutsideKill.Before(e.Time.Add(-c.cfg.SignalLead))
 }
 
@@ -186,4 +186,19 @@ func (c *Correlator) overBy(p *podState, requested time.Time) bool {
 		return t.Restarted.Before(requested)
 	}
 	return t.SawInitExit && t.T.Marks.Exit.Before(requested.Add(-c.cfg.SignalLead))
+}
+
+// stoppedContainer names the container of a container's termination: the
+// one whose init got the stop signal or exited, else the pod's first (a
+// Killing's container is only in its message).
+func stoppedContainer(t *termState, pod collector.Pod) string {
+	switch {
+	case t.Container != "":
+		return t.Container
+	case t.StopContainer != "":
+		return t.StopContainer
+	case len(pod.Containers) > 0:
+		return pod.Containers[0].Name
+	}
+	return "?"
 }

@@ -168,6 +168,10 @@ func TestContainerTerminations(t *testing.T) {
 				t.Errorf("partial %v start %v exit %d stop signal %v, want complete %v %d stop seen %v",
 					got.PartialReasons, got.Start().Sub(t0), got.ExitCode, got.Marks.StopSignal.Sub(t0), tc.start.Sub(t0), tc.exitCode, tc.stopped)
 			}
+			container := tc.cause == CauseContainerRestart || tc.cause == CauseOOMKill
+			if (got.Container == "app") != container || (got.Key() == podA) == container {
+				t.Errorf("container %q key %q, want a container's termination: %v", got.Container, got.Key(), container)
+			}
 			if !slices.Contains(codes(got), tc.diag) {
 				t.Errorf("diagnoses %v, want %s", codes(got), tc.diag)
 			}

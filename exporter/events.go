@@ -160,7 +160,7 @@ func podEvents(t correlate.Termination) int {
 // Record records the Events of a completed termination and returns how
 // many it recorded (0 for clean, incomplete or already reported ones).
 func (r *EventReporter) Record(ctx context.Context, t correlate.Termination) int {
-	if !t.Complete || !r.firstReport(t.PodUID) {
+	if !t.Complete || !r.firstReport(t.Key()) {
 		return 0
 	}
 	pod := podRef(t)

@@ -18,7 +18,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/work", s.timed(func(*http.Request) (time.Duration, error) { return s.cfg.WorkDuration, nil }))
 	mux.HandleFunc("/slow", s.timed(slowDuration))
 	mux.HandleFunc("/ready", s.ready)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/healthz", s.healthz)
 	return mux
 }
 
@@ -62,4 +62,13 @@ func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ready")
+}
+
+// healthz answers 200, or 500 once UnhealthyAfter has passed.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	if after := s.cfg.UnhealthyAfter; after > 0 && time.Since(s.started) >= after {
+		http.Error(w, "unhealthy", http.StatusInternalServerError)
+		return
+	}
+	fmt.Fprintln(w, "ok")
 }

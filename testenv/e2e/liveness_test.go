@@ -33,7 +33,9 @@ func TestLivenessRestart(t *testing.T) {
 	defer cancel()
 	ns := unique("e2e-liveness")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeNaive, 1, "--unhealthy-after=12s")
-	dep.Spec.Template.Spec.Containers[0].LivenessProbe = &corev1.Probe{PeriodSeconds: 1, FailureThreshold: 1,
+	// The kubelet probes from the container's start: without a delay the
+	// first probe finds nothing listening yet and kills it.
+	dep.Spec.Template.Spec.Containers[0].LivenessProbe = &corev1.Probe{InitialDelaySeconds: 3, PeriodSeconds: 1, FailureThreshold: 1,
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}}
 	pods := deploy(ctx, t, c, ns, dep)
 	waitWatching(ctx, t, ds, pods)

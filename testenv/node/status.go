@@ -80,6 +80,12 @@ func (w *podWorker) buildStatus() corev1.PodStatus {
 		w.condition(corev1.PodReady, allReady && !terminal),
 		w.condition(corev1.PodScheduled, true),
 	}
+	if w.verdict != nil {
+		// After the conditions: Ready keeps following the containers and
+		// their probes while they stop, so the EndpointSlice keeps the pod
+		// ready meanwhile (kubernetes/kubernetes#116965).
+		w.verdict.applyVerdict(w, &st)
+	}
 	return st
 }
 

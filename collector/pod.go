@@ -53,6 +53,11 @@ type Pod struct {
 	HTTP2      bool        `json:"http2,omitempty"`
 	Containers []Container `json:"containers,omitempty"`
 	Ready      bool        `json:"ready"`
+	// Terminal: the pod's phase is Failed or Succeeded (nothing restarts).
+	// The kubelet writes it before it stops the containers of a pod it
+	// evicts; with every container terminated the pod is done, deleted or
+	// not.
+	Terminal bool `json:"terminal,omitempty"`
 
 	// DeletionTimestamp and DeletionGracePeriod are set once the pod is
 	// being deleted; DeletionTimestamp − DeletionGracePeriod is the time the

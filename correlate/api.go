@@ -45,6 +45,7 @@ func (c *Correlator) Pod(u collector.PodUpdate) {
 			t.T.StopSignalAPI = apiStopSignal(p.Pod, t.StopContainer)
 		}
 		noteRestart(t, p, u.Seen)
+		noteStopped(t, p.Pod, u.Seen)
 		setCause(t, p)
 	}
 }
@@ -124,12 +125,16 @@ func (c *Correlator) NetnsGone(ino uint32, at time.Time) {
 }
 
 // goneBy is when the pod was gone at the latest: pod_gone, else when a
-// deletion caught up after an outage was received (zero: not gone).
+// deletion caught up after an outage was received, else when the API
+// showed it stopped for good with no deletion (zero: not gone).
 func goneBy(t *termState) time.Time {
-	if !t.T.Marks.PodGone.IsZero() {
+	switch {
+	case !t.T.Marks.PodGone.IsZero():
 		return t.T.Marks.PodGone
+	case !t.GoneBy.IsZero():
+		return t.GoneBy
 	}
-	return t.GoneBy
+	return t.Stopped
 }
 
 // markAPIBlind makes t partial with api_unreachable while a mark the API

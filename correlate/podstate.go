@@ -75,6 +75,10 @@ type termState struct {
 	// ends there.
 	IDs       map[string]string `json:"ids,omitempty"`
 	Restarted time.Time         `json:"restarted,omitzero"`
+	// Stopped is when the API first showed the pod terminal with every
+	// container terminated: a pod the kubelet stopped is done then, its
+	// deletion (if any) may come much later.
+	Stopped time.Time `json:"stopped,omitzero"`
 	// ByExit: begun by an init's exit with no stop signal (a crash, an OOM
 	// kill); OutsideKill, a SIGKILL from outside the pod's containers
 	// preceded that exit (so it was not the OOM killer's).

@@ -202,3 +202,19 @@ func stoppedContainer(t *termState, pod collector.Pod) string {
 	}
 	return "?"
 }
+
+// noteStopped marks a pod stopped for good with no deletion: terminal,
+// every container terminated (the kubelet evicted it, or the node shut
+// down). Its termination completes KernelTail later like a gone pod's; a
+// deletion that comes later finds it complete and counts nothing twice.
+func noteStopped(t *termState, pod collector.Pod, seen time.Time) {
+	if !t.Stopped.IsZero() || !pod.Terminal || !pod.DeletionTimestamp.IsZero() || len(pod.Containers) == 0 {
+		return
+	}
+	for _, ct := range pod.Containers {
+		if !ct.Terminated {
+			return
+		}
+	}
+	t.Stopped, t.Tentative = seen, false
+}

@@ -141,6 +141,20 @@ func TestContainerTerminations(t *testing.T) {
 		},
 		at: ms(900).Add(tail),
 	}, {
+		// The daemon holds the namespace open while it watches it: the
+		// API's terminal phase with every container terminated ends it.
+		name: "node pressure, stopped in the API", cause: CauseNodePressure, diag: DiagListenerClosedEarly, start: ms(-10), after: 2, stopped: true,
+		evs: []any{
+			evicted(podA, ipA, grace, "Evicted", "The node was low on resource: memory.", ms(-20)),
+			killing(podA, ms(-10)),
+			signal(cgA, initPID, 15, true, "server", ms(0)),
+			closeListener(netA, ms(1)),
+			refusals(netA, ipA, 2, 10, 100),
+			exited(cgA, initPID, 0, 0, true, ms(300)),
+			terminal(evicted(podA, ipA, grace, "Evicted", "The node was low on resource: memory.", ms(400))),
+		},
+		at: ms(400).Add(tail),
+	}, {
 		// The deletion arrives later: it joins the same termination.
 		name: "node shutdown, deleted later", cause: CauseNodeShutdown, diag: DiagListenerClosedEarly, start: ms(0), after: 3, stopped: true,
 		evs: []any{
@@ -235,4 +249,14 @@ func TestKillingThenDeletionCountsOnce(t *testing.T) {
 		t.Fatalf("%d terminations, first refused %d start %v partial %v, want 1 with 3 from -100ms, complete",
 			len(done), done[0].Counts.RefusedAfterSigterm, done[0].Start().Sub(t0), done[0].PartialReasons)
 	}
+}
+
+// terminal is a pod update once every container has terminated, phase
+// Failed.
+func terminal(u collector.PodUpdate) collector.PodUpdate {
+	u.Pod.Terminal = true
+	for i := range u.Pod.Containers {
+		u.Pod.Containers[i].Terminated = true
+	}
+	return u
 }

@@ -168,6 +168,7 @@ func ConvertPod(pod *corev1.Pod, w collector.Workload) collector.Pod {
 	}
 	p.IP, _ = netip.ParseAddr(pod.Status.PodIP)
 	p.Stop = stopEvidence(pod)
+	p.Terminal = pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
 	if pod.DeletionTimestamp != nil {
 		p.DeletionTimestamp = pod.DeletionTimestamp.Time
 		if s := pod.DeletionGracePeriodSeconds; s != nil {

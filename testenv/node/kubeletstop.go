@@ -140,6 +140,8 @@ func (w *podWorker) afterKubeletStop(ctx context.Context) {
 				w.deleteFromAPI(ctx)
 				return
 			}
+		case v := <-w.verdicts: // already stopped
+			close(v.done)
 		case <-w.gone:
 			return
 		case <-ctx.Done():

@@ -52,8 +52,12 @@ func (cs *containerStatus) apiStatus(spec *corev1.Container) corev1.ContainerSta
 
 // terminatedState is the API state of a finished run.
 func terminatedState(c *container) *corev1.ContainerStateTerminated {
+	reason := ExitReason(c.exitCode)
+	if c.oomKilled {
+		reason = ReasonOOMKilled // containerd's, from the cgroup's OOM event
+	}
 	return &corev1.ContainerStateTerminated{
-		ExitCode: c.exitCode, Reason: ExitReason(c.exitCode), ContainerID: "containerd://" + c.id,
+		ExitCode: c.exitCode, Reason: reason, ContainerID: "containerd://" + c.id,
 		StartedAt: metav1.NewTime(c.startedAt), FinishedAt: metav1.NewTime(c.finished),
 	}
 }

@@ -26,7 +26,8 @@
 //
 // Routes: /work (WorkDuration, 20 ms), /slow?ms=N (default 2000; the
 // response is written after N ms), /ready (200, or 503 once draining),
-// /healthz (200, or 500 from UnhealthyAfter on). Every lifecycle event is logged to stderr as one JSON line
+// /healthz (200, or 500 from UnhealthyAfter on), /alloc?mb=N (allocates,
+// touches and keeps N MiB: a leak on demand, for a memory limit's OOM kill). Every lifecycle event is logged to stderr as one JSON line
 // with an RFC 3339 nanosecond timestamp.
 //
 // Real third-party servers run as workloads too: Nginx, HAProxy and
@@ -90,6 +91,8 @@ type Server struct {
 	http     *http.Server
 	h2conns  sync.WaitGroup // HTTP/2 connections being served (h2c)
 	started  time.Time
+	heldMu   sync.Mutex
+	held     [][]byte // /alloc's memory, kept until the process ends
 }
 
 // New returns a server; Run starts it.

@@ -186,8 +186,8 @@ func TestContainerTerminations(t *testing.T) {
 			if (got.Container == "app") != container || (got.Key() == podA) == container {
 				t.Errorf("container %q key %q, want a container's termination: %v", got.Container, got.Key(), container)
 			}
-			if !slices.Contains(codes(got), tc.diag) {
-				t.Errorf("diagnoses %v, want %s", codes(got), tc.diag)
+			if !slices.Contains(codes(got), tc.diag) || (tc.cause == CauseOOMKill && slices.Contains(codes(got), DiagRequestsKilled)) {
+				t.Errorf("diagnoses %v, want %s (and for an OOM kill no %s: no grace period to raise)", codes(got), tc.diag, DiagRequestsKilled)
 			}
 			if done := c.Tick(tc.at.Add(time.Hour)); len(done) != 0 {
 				t.Errorf("%d more terminations completed: counted twice", len(done))

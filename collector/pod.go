@@ -29,6 +29,9 @@ type Container struct {
 	Terminated bool   `json:"terminated,omitempty"`
 	ExitCode   int32  `json:"exitCode,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	// LastReason is lastState.terminated.reason: why the previous
+	// container of a restarted one ended (OOMKilled, Error, Completed).
+	LastReason string `json:"lastReason,omitempty"`
 }
 
 // Pod is the part of a pod drainwatch keeps: what attribution and the
@@ -50,6 +53,11 @@ type Pod struct {
 	HTTP2      bool        `json:"http2,omitempty"`
 	Containers []Container `json:"containers,omitempty"`
 	Ready      bool        `json:"ready"`
+	// Terminal: the pod's phase is Failed or Succeeded (nothing restarts).
+	// The kubelet writes it before it stops the containers of a pod it
+	// evicts; with every container terminated the pod is done, deleted or
+	// not.
+	Terminal bool `json:"terminal,omitempty"`
 
 	// DeletionTimestamp and DeletionGracePeriod are set once the pod is
 	// being deleted; DeletionTimestamp − DeletionGracePeriod is the time the

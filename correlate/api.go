@@ -38,18 +38,21 @@ func (c *Correlator) Pod(u collector.PodUpdate) {
 	if !u.Pod.DeletionTimestamp.IsZero() {
 		c.deletionSeen(p, u.Seen, firstSight)
 	}
+	c.stopInAPI(p, u.Seen, firstSight)
 	if t := p.Term; t != nil {
 		identify(&t.T, p.Pod)
 		if !t.T.Marks.StopSignal.IsZero() {
 			t.T.StopSignalAPI = apiStopSignal(p.Pod, t.StopContainer)
 		}
-		setCause(&t.T, p)
+		noteRestart(t, p, u.Seen)
+		noteStopped(t, p.Pod, u.Seen)
+		setCause(t, p)
 	}
 }
 
 func (c *Correlator) deletionSeen(p *podState, seen time.Time, firstSight bool) {
-	if t := p.Term; t != nil && c.restarted(t, seen) && t.Start.Before(deleteRequested(p.Pod)) {
-		p.Term = nil
+	if c.overBy(p, deleteRequested(p.Pod)) {
+		c.endContainer(p, seen)
 	}
 	if p.Term == nil {
 		c.begin(p, seen)
@@ -72,15 +75,6 @@ func (c *Correlator) deletionSeen(p *podState, seen time.Time, firstSight bool) 
 	}
 }
 
-// restarted says whether t, begun by a stop signal with no deletion seen,
-// was a container restart by at, a time of the pod watch: the stop signal
-// preceded it by more than SignalLead. Tick drops such terminations once
-// the watch has been read that far; a watch silent meanwhile leaves them
-// to the pod's next deletion or stop signal.
-func (c *Correlator) restarted(t *termState, at time.Time) bool {
-	return t.Tentative && at.Sub(t.Start) > c.cfg.SignalLead
-}
-
 // deleteRequested is when the pod's deletion was requested, to the second
 // (the deletion timestamp's precision): no later than the request.
 func deleteRequested(pod collector.Pod) time.Time {
@@ -97,8 +91,8 @@ func (c *Correlator) PodDeleted(d collector.PodDeleted) {
 	if p == nil {
 		return
 	}
-	if p.Term != nil && c.restarted(p.Term, d.Seen) {
-		p.Term = nil
+	if c.overBy(p, d.Seen) {
+		c.endContainer(p, d.Seen)
 	}
 	if p.Term == nil {
 		c.begin(p, d.Seen) // deleted with no graceful deletion seen
@@ -113,7 +107,7 @@ func (c *Correlator) PodDeleted(d collector.PodDeleted) {
 		t.GoneBy = d.Seen
 		markAPIBlind(t)
 	}
-	setCause(&t.T, p)
+	setCause(t, p)
 }
 
 // NetnsGone takes the destruction of a network namespace: pod_gone for a
@@ -131,12 +125,16 @@ func (c *Correlator) NetnsGone(ino uint32, at time.Time) {
 }
 
 // goneBy is when the pod was gone at the latest: pod_gone, else when a
-// deletion caught up after an outage was received (zero: not gone).
+// deletion caught up after an outage was received, else when the API
+// showed it stopped for good with no deletion (zero: not gone).
 func goneBy(t *termState) time.Time {
-	if !t.T.Marks.PodGone.IsZero() {
+	switch {
+	case !t.T.Marks.PodGone.IsZero():
 		return t.T.Marks.PodGone
+	case !t.GoneBy.IsZero():
+		return t.GoneBy
 	}
-	return t.GoneBy
+	return t.Stopped
 }
 
 // markAPIBlind makes t partial with api_unreachable while a mark the API
@@ -163,14 +161,18 @@ func (c *Correlator) Kubelet(e collector.KubeletEvent) {
 	}
 	switch e.Reason {
 	case ReasonKilling:
-		p.KillingMessage = e.Message
-		if p.Term != nil {
-			setCause(&p.Term.T, p)
+		// The kubelet's Killing: the first sign of a stop it decided (a
+		// liveness probe, an eviction) or carries out (a deletion).
+		p.Killing, p.KillingMessage = e.Time, e.Message
+		if p.Term == nil && c.stopsNow(p, e.Time) {
+			c.begin(p, e.Time)
 		}
-		if p.Term == nil {
-			p.Killing = e.Time
-		} else if p.Term.T.Marks.Killing.IsZero() {
-			p.Term.T.Marks.Killing = e.Time
+		if t := p.Term; t != nil {
+			t.Tentative = false
+			if t.T.Marks.Killing.IsZero() {
+				t.T.Marks.Killing = e.Time
+			}
+			setCause(t, p)
 		}
 	case ReasonFailedPreStopHook:
 		if p.Term == nil {
@@ -238,9 +240,9 @@ func (c *Correlator) endpointsNotReady(p *podState) {
 
 // begin opens the termination of p at start.
 func (c *Correlator) begin(p *podState, start time.Time) {
-	t := &termState{Start: start, Ran: anyRunning(p.Pod) || p.KernelSeen, Accepts: newAcceptLog(&p.Accepts)}
+	t := &termState{Start: start, Ran: anyRunning(p.Pod) || p.KernelSeen, Accepts: newAcceptLog(&p.Accepts),
+		IDs: containerIDs(p.Pod)}
 	identify(&t.T, p.Pod)
-	setCause(&t.T, p)
 	t.T.Marks.LastAccept = p.LastAccept
 	p.Term = t
 	// Kubelet Events that raced ahead of the deletion belong to it; older
@@ -252,6 +254,10 @@ func (c *Correlator) begin(p *podState, start time.Time) {
 	if !p.PrestopFailed.Before(lead) {
 		t.T.Marks.PrestopFailed, t.PrestopMessage = p.PrestopFailed, p.PrestopMessage
 	}
+	if p.Killing.Before(lead) {
+		p.KillingMessage = "" // an earlier stop's: not this one's cause
+	}
+	setCause(t, p)
 	c.endpointsNotReady(p)
 }
 

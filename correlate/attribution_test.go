@@ -99,10 +99,10 @@ func TestSigkillTailAfterForceDelete(t *testing.T) {
 	}
 }
 
-// A stop signal with no deletion is a container restart (liveness probe):
-// it is dropped after SignalLead and does not leak into the pod's later
-// termination.
-func TestContainerRestartIsNotATermination(t *testing.T) {
+// A stop signal with no deletion is a container's termination (a liveness
+// kill): it ends when the container runs again under a new id, completes
+// on its own, and does not leak into the pod's later termination.
+func TestContainerRestartIsItsOwnTermination(t *testing.T) {
 	grace := 30 * time.Second
 	c := New(Config{})
 	feed(c, []any{
@@ -111,10 +111,15 @@ func TestContainerRestartIsNotATermination(t *testing.T) {
 		exited(cgA, initPID, 143, 15, true, ms(100)),
 	})
 	if done := c.Tick(ms(5001)); len(done) != 0 {
-		t.Fatalf("a restart completed a termination")
+		t.Fatalf("a restart completed before its container ran again")
+	}
+	restart := finish(t, c, []any{running(podA, ipA, grace, "d", ms(300))}, ms(300).Add(DefaultConfig().KernelTail))
+	if !restart.Marks.StopSignal.Equal(ms(0)) || restart.ExitCode != 143 || restart.Cause != CauseContainerRestart || restart.Partial {
+		t.Errorf("restart: stop signal %v exit %d cause %q partial %v, want 0s 143 container_restart complete",
+			restart.Marks.StopSignal.Sub(t0), restart.ExitCode, restart.Cause, restart.PartialReasons)
 	}
 	if _, ok := c.Get(podA); ok {
-		t.Fatalf("a restart left a termination")
+		t.Fatalf("a completed restart left a termination")
 	}
 	got := finish(t, c, []any{
 		deleting(podA, ipA, grace, ms(60000), ms(60010)),

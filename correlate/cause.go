@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/drainwatch/drainwatch/collector"
@@ -41,25 +42,39 @@ const (
 
 // setCause (re)names the cause of p's termination t from what is known of
 // the pod now: evidence only accumulates as the termination goes on.
-func setCause(t *Termination, p *podState) {
+func setCause(t *termState, p *podState) {
+	m := t.T.Marks
 	in := causeInput{
 		Stop:           p.Pod.Stop,
-		Deleted:        !p.Pod.DeletionTimestamp.IsZero() || !t.Marks.DeletionSeen.IsZero() || !t.Marks.PodGone.IsZero() || goneUnseen(p),
+		Deleted:        !p.Pod.DeletionTimestamp.IsZero() || !m.DeletionSeen.IsZero() || !m.PodGone.IsZero() || !t.GoneBy.IsZero(),
 		KillingMessage: p.KillingMessage,
-		Workload:       t.Workload,
+		Workload:       t.T.Workload,
+		Restarted:      !t.Restarted.IsZero(),
+	}
+	if t.ByExit && m.StopSignal.IsZero() {
+		in.Exit = exitText(t.T.ExitCode, t.T.ExitSignal)
+		in.KernelOOM = t.T.ExitSignal == sigkill && !t.OutsideKill
 	}
 	for _, ct := range p.Pod.Containers {
-		in.OOMKilled = in.OOMKilled || (ct.Terminated && ct.Reason == "OOMKilled")
+		// The restarted container's last state is the stopped one's.
+		restarted := t.IDs[ct.Name] != "" && ct.ID != t.IDs[ct.Name]
+		in.OOMKilled = in.OOMKilled || (ct.Terminated && ct.Reason == "OOMKilled") || (restarted && ct.LastReason == "OOMKilled")
 	}
-	t.Cause, t.CauseEvidence = classifyCause(in)
+	t.T.Cause, t.T.CauseEvidence = classifyCause(in)
 }
 
 // causeInput is what the cause rules read: the pod's stop evidence from the
-// API, whether it was deleted, the Killing Event's message and its owner.
+// API, whether it was deleted, the Killing Event's message and its owner,
+// and what the kernel saw of a stop nobody announced: the init's exit
+// (Exit, "" when a stop signal came first) and whether it was a SIGKILL
+// from no one outside the container (KernelOOM).
 type causeInput struct {
 	Stop           collector.StopEvidence
 	Deleted        bool
 	OOMKilled      bool
+	KernelOOM      bool
+	Exit           string
+	Restarted      bool
 	KillingMessage string
 	Workload       collector.Workload
 }
@@ -78,12 +93,33 @@ func classifyCause(in causeInput) (cause, evidence string) {
 		return c, ev
 	}
 	if !in.Deleted {
-		if probe := probeKill(in.KillingMessage); probe != "" {
-			return CauseContainerRestart, "Killing: " + in.KillingMessage
-		}
-		return CauseUnknown, ""
+		return containerCause(in)
 	}
 	return fromOwner(in.Workload, in.Stop.OwnerRevision)
+}
+
+// containerCause names the cause of a stop the API did not announce for the
+// pod: the kubelet's probe kill, the kernel's kill, a crash, a restart.
+func containerCause(in causeInput) (string, string) {
+	switch {
+	case probeKill(in.KillingMessage) != "":
+		return CauseContainerRestart, "Killing: " + in.KillingMessage
+	case in.KernelOOM:
+		return CauseOOMKill, "the container's init died of SIGKILL with no stop signal and no SIGKILL from outside the container: the kernel's OOM killer"
+	case in.Exit != "":
+		return CauseContainerRestart, "the container's init " + in.Exit + " with no stop signal: a crash"
+	case in.Restarted:
+		return CauseContainerRestart, "the container was restarted"
+	}
+	return CauseUnknown, ""
+}
+
+// exitText says how an init ended: "exited with code N" or "died of SIGX".
+func exitText(code int32, sig uint32) string {
+	if sig != 0 {
+		return "died of " + collector.SignalName(sig)
+	}
+	return "exited with code " + strconv.Itoa(int(code))
 }
 
 func fromDisruption(s collector.StopEvidence) (string, string) {
@@ -155,7 +191,3 @@ func fromOwner(w collector.Workload, ownerRevision string) (string, string) {
 	}
 	return CauseScaleDown, w.Kind + " " + w.Name + " is still at revision " + w.Revision
 }
-
-// goneUnseen says whether p's deletion was received after an API outage,
-// pod_gone unknown.
-func goneUnseen(p *podState) bool { return p.Term != nil && !p.Term.GoneBy.IsZero() }

@@ -46,6 +46,13 @@ func TestClassifyCause(t *testing.T) {
 		{"startup", causeInput{Workload: deploy("5"), KillingMessage: "Container web failed startup probe, will be restarted"}, CauseContainerRestart},
 		{"oom kill", causeInput{Workload: deploy("5"), OOMKilled: true}, CauseOOMKill},
 		{"oom during a rollout's deletion", causeInput{Deleted: true, OOMKilled: true, Workload: deploy("4"), Stop: stop("", "", "", "5")}, CauseRollout},
+		{"oom kill seen by the kernel only", causeInput{Workload: deploy("5"), KernelOOM: true, Exit: "died of SIGKILL"}, CauseOOMKill},
+		{"crash", causeInput{Workload: deploy("5"), Exit: "exited with code 2"}, CauseContainerRestart},
+		{"killed from outside", causeInput{Workload: deploy("5"), Exit: "died of SIGKILL"}, CauseContainerRestart},
+		{"restarted after a stop signal", causeInput{Workload: deploy("5"), Restarted: true}, CauseContainerRestart},
+		{"oom kill, then deleted", causeInput{Deleted: true, KernelOOM: true, Workload: deploy("4"), Stop: stop("", "", "", "5")}, CauseRollout},
+		{"crash of a pod the kubelet evicts", causeInput{Workload: deploy("5"), Exit: "exited with code 1",
+			Stop: stop(disruptionByKubelet, "Evicted", "The node was low on resource: memory.", "")}, CauseNodePressure},
 		{"nothing known", causeInput{Workload: deploy("5")}, CauseUnknown},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

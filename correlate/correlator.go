@@ -37,6 +37,9 @@ type Correlator struct {
 	podsSeen time.Time
 	// nodes names peer addresses for RoutingSources (peernames.go).
 	nodes nodeTable
+	// ended holds the container terminations that ended between two
+	// Ticks (a restart seen by the next stop): the next Tick returns them.
+	ended []Termination
 }
 
 // Watermark is the latest kernel event time processed and how many

@@ -49,9 +49,21 @@ func outcomeOf(t Termination) string {
 func diagnose(t Termination, prestopMessage string, cfg Config) []Diagnosis {
 	var ds []Diagnosis
 	ignored := stopSignalIgnored(t)
+	routing := listenerClosedEarly(t, cfg)
+	drainDelay := noDrainDelay(t, cfg)
+	killed := requestsKilled(t, ignored)
+	restart := containerStopped(t)
+	if restart != nil {
+		// No deletion, no routing to converge: the pod stays in its
+		// Service, so a preStop sleep is not the fix.
+		routing, drainDelay = nil, nil
+	}
+	if t.Cause == CauseOOMKill {
+		killed = nil // no grace period to raise: oom_killed has the count and the fix
+	}
 	for _, d := range []*Diagnosis{
-		listenerClosedEarly(t, cfg), noDrainDelay(t, cfg), ignoredDiagnosis(t, ignored),
-		graceExceeded(t, ignored), requestsKilled(t, ignored), streamsKilled(t), shutdownResets(t), resetOnReuse(t),
+		restart, routing, drainDelay, ignoredDiagnosis(t, ignored),
+		graceExceeded(t, ignored), killed, streamsKilled(t), shutdownResets(t), resetOnReuse(t),
 		prestopFailed(t, prestopMessage), budgetTooSmall(t, ignored, cfg), stopSignalMismatch(t),
 	} {
 		if d != nil {

@@ -37,6 +37,12 @@ type bind struct {
 	cgroup uint64
 }
 
+// netnsDestroyed is a NetnsGone call.
+type netnsDestroyed struct {
+	ino uint32
+	at  time.Time
+}
+
 // gap is a KernelGap call.
 type gap struct {
 	reason   string
@@ -67,6 +73,8 @@ func feed(c *Correlator, evs []any) {
 			}
 		case gap:
 			c.KernelGap(e.reason, e.from, e.to)
+		case netnsDestroyed:
+			c.NetnsGone(e.ino, e.at)
 		case []any:
 			feed(c, e)
 		default:
@@ -235,4 +243,12 @@ func finish(tb testing.TB, c *Correlator, evs []any, at time.Time) Termination {
 		tb.Fatalf("Tick(%v) completed %d terminations, want 1", at.Sub(t0), len(done))
 	}
 	return done[0]
+}
+
+// running is the pod's update once its container runs again under a new
+// id (idChar repeated): the kubelet restarted it.
+func running(uid string, ip netip.Addr, grace time.Duration, idChar string, seen time.Time) collector.PodUpdate {
+	p := podOf(uid, ip, grace, true)
+	p.Containers[0].ID = strings.Repeat(idChar, 64)
+	return collector.PodUpdate{Seen: seen, Pod: p}
 }

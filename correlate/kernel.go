@@ -75,6 +75,7 @@ func (c *Correlator) dispatch(p *podState, container string, e *collector.Event)
 		c.signal(p, container, e)
 	case collector.EventExit:
 		if !sandboxTeardown(p, container) {
+			c.exitBegins(p, container, e)
 			exit(p.Term, container, e)
 		}
 	case collector.EventConnClosedInflight:
@@ -184,7 +185,7 @@ func (c *Correlator) refused(t *termState, e *collector.Event) {
 	if t == nil {
 		return
 	}
-	stop := t.T.Marks.StopSignal
+	stop := stopPoint(t)
 	afterStop := !stop.IsZero() && !e.Time.Before(stop)
 	if !afterStop && (t.Tentative || e.Time.Before(deletionStart(t))) {
 		return

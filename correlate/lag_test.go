@@ -41,12 +41,13 @@ func TestAPILagKeepsTheExit(t *testing.T) {
 }
 
 // A restart while the pod watch is silent is not dropped by Tick; the
-// next restart's stop signal, or a deletion requested after it, still
-// tells it from the pod's termination, with the kernel ahead of the API.
+// next restart's stop signal ends it (its own record), and a deletion
+// requested after it still tells it from the pod's termination, with the
+// kernel ahead of the API.
 func TestRestartDuringSilentWatch(t *testing.T) {
 	grace := 30 * time.Second
 	c := New(Config{})
-	got := finish(t, c, []any{
+	feed(c, []any{
 		born(podA, ipA, netA, cgA, grace, ms(-60000)),
 		signal(cgA, initPID, 15, true, "server", ms(0)),
 		exited(cgA, initPID, 143, 15, true, ms(100)),
@@ -54,7 +55,16 @@ func TestRestartDuringSilentWatch(t *testing.T) {
 		exited(cgA, initPID+5, 0, 0, true, ms(60030)),
 		deleting(podA, ipA, grace, ms(60000), ms(60010)),
 		gone(podA, ms(61000)),
-	}, ms(61000).Add(DefaultConfig().KernelTail))
+	})
+	done := c.Tick(ms(61000).Add(DefaultConfig().KernelTail))
+	if len(done) != 2 {
+		t.Fatalf("Tick completed %d terminations, want the restart and the deletion", len(done))
+	}
+	restart, got := done[0], done[1]
+	if !restart.Marks.Exit.Equal(ms(100)) || restart.Cause != CauseContainerRestart || restart.Partial {
+		t.Errorf("restart: exit %v cause %q partial %v, want 100ms container_restart complete",
+			restart.Marks.Exit.Sub(t0), restart.Cause, restart.PartialReasons)
+	}
 	if !got.Marks.StopSignal.Equal(ms(60020)) || !got.Marks.Exit.Equal(ms(60030)) || got.ExitCode != 0 || got.Partial {
 		t.Errorf("stop signal %v exit %v code %d partial %v, want the second container's, complete",
 			got.Marks.StopSignal.Sub(t0), got.Marks.Exit.Sub(t0), got.ExitCode, got.PartialReasons)

@@ -68,8 +68,8 @@ func evictable(gaps []kernelGap) int {
 // open says whether the gap has no end yet (zero to).
 func (g kernelGap) open() bool { return g.To.IsZero() }
 
-// Tick completes the terminations whose pod is gone and whose kernel tail
-// has elapsed at now, returns them (oldest first, each once: the caller
+// Tick completes the terminations whose pod is gone, or whose container
+// runs again, and whose kernel tail has elapsed at now, returns them (oldest first, each once: the caller
 // keeps them), and forgets the completed pods Retention no longer keeps.
 func (c *Correlator) Tick(now time.Time) []Termination {
 	var out []Termination
@@ -77,18 +77,22 @@ func (c *Correlator) Tick(now time.Time) []Termination {
 		t := p.Term
 		switch {
 		case t == nil:
-		case c.restarted(t, c.podsSeen):
-			// A stop signal with no deletion: a container restart. Judged
-			// by the pod watch, not now: a deletion seen in time may still
-			// wait in the loop's queue, and dropping its termination would
-			// lose the exit and the listener's close it took in.
+		case c.unconfirmed(t):
+			// A stop signal that stopped nothing. Judged by the pod watch,
+			// not now: a deletion seen in time may still wait in the
+			// loop's queue, and dropping its termination would lose the
+			// exit and the listener's close it took in.
 			p.Term = nil
+		case !t.Restarted.IsZero() && goneBy(t).IsZero() && !now.Before(t.Restarted.Add(c.cfg.KernelTail)):
+			// The container runs again; its tail has been waited for.
+			c.endContainer(p, t.Restarted)
 		case !goneBy(t).IsZero() && !now.Before(c.deadline(p)):
 			if t, ran := c.complete(uid, p, now); ran {
 				out = append(out, t)
 			}
 		}
 	}
+	out, c.ended = append(out, c.ended...), nil
 	c.expire(now)
 	sort.Slice(out, func(i, j int) bool { return out[i].Start().Before(out[j].Start()) })
 	return out
@@ -167,6 +171,9 @@ func (c *Correlator) evaluate(p *podState, final bool) Termination {
 		// connections before the mark was known are missing.
 		addPartial(&t, PartialAcceptHistory)
 	}
+	if !podStops(p) {
+		t.Container = stoppedContainer(ts, p.Pod)
+	}
 	t.Diagnoses = diagnose(t, ts.PrestopMessage, c.cfg)
 	t.Outcome = outcomeOf(t)
 	return t
@@ -196,7 +203,7 @@ func (c *Correlator) markPartial(p *podState, t *Termination, final bool) (blind
 			blind = true
 		}
 	}
-	if final && ts.Ran && t.Marks.StopSignal.IsZero() {
+	if final && ts.Ran && t.Marks.StopSignal.IsZero() && !ts.ByExit {
 		// Without an exit the kernel may have missed the stop signal: the
 		// refusals must not leave the headline count. With one, the server
 		// stopped before any stop signal came (a preStop that killed it, a

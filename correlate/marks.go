@@ -11,7 +11,8 @@ type MarkDef struct {
 	Name string
 	Of   func(m *Marks) *time.Time
 	// Begins says the mark can begin a termination (the API's deletion,
-	// the kubelet's Killing, the stop signal, the pod gone): a
+	// the kubelet's Killing, the stop signal, the pod gone, and a SIGKILL
+	// or an exit nobody announced: the OOM killer, a crash): a
 	// termination's Start is the earliest of these.
 	Begins bool
 }
@@ -28,8 +29,8 @@ var MarkDefs = []MarkDef{
 	{"endpoints_not_ready", func(m *Marks) *time.Time { return &m.EndpointsNotReady }, false},
 	{"listener_closed", func(m *Marks) *time.Time { return &m.ListenerClosed }, false},
 	{"last_accept", func(m *Marks) *time.Time { return &m.LastAccept }, false},
-	{"sigkill", func(m *Marks) *time.Time { return &m.Sigkill }, false},
-	{"exit", func(m *Marks) *time.Time { return &m.Exit }, false},
+	{"sigkill", func(m *Marks) *time.Time { return &m.Sigkill }, true},
+	{"exit", func(m *Marks) *time.Time { return &m.Exit }, true},
 	{"pod_gone", func(m *Marks) *time.Time { return &m.PodGone }, true},
 }
 
@@ -66,6 +67,16 @@ func (m Marks) Last() time.Time {
 		}
 	}
 	return last
+}
+
+// Key identifies a termination among a node's: the pod's UID for the
+// pod's own; for a container's, with the container and the start (a pod
+// restarts its containers many times, each a termination).
+func (t Termination) Key() string {
+	if t.Container == "" {
+		return t.PodUID
+	}
+	return t.PodUID + "/" + t.Container + "@" + t.Start().UTC().Format(time.RFC3339Nano)
 }
 
 // Start is when a termination began: the earliest of the marks that can

@@ -49,6 +49,12 @@ type podState struct {
 	KillingMessage string    `json:"killing_message,omitempty"` // the latest Killing's, kept for the cause
 	PrestopFailed  time.Time `json:"prestop_failed,omitzero"`
 	PrestopMessage string    `json:"prestop_message,omitempty"`
+	// LastEnd is when the pod's last container termination ended (its
+	// container ran again): older signs of a stop were that one's.
+	LastEnd time.Time `json:"last_end,omitzero"`
+	// OutsideKill is the latest SIGKILL from outside the pod's containers
+	// seen while no termination was open.
+	OutsideKill time.Time `json:"outside_kill,omitzero"`
 
 	Term *termState `json:"term,omitempty"`
 }
@@ -59,9 +65,29 @@ type termState struct {
 	T Termination `json:"t"`
 	// Start is the earliest observation that began the termination.
 	Start time.Time `json:"start"`
-	// Tentative: begun by a stop signal, no deletion seen yet (SignalLead).
-	Tentative   bool `json:"tentative,omitempty"`
-	StartedLate bool `json:"started_late,omitempty"`
+	// Tentative: begun by a stop signal that nothing confirmed yet (no
+	// Killing, deletion, kubelet verdict or exit): hidden, and dropped
+	// once unconfirmed says it stopped nothing.
+	Tentative bool `json:"tentative,omitempty"`
+	// IDs are the pod's container ids when the termination began;
+	// Restarted is when the API showed a container running under a new id
+	// (or the kernel a new init's stop signal): a container termination
+	// ends there.
+	IDs       map[string]string `json:"ids,omitempty"`
+	Restarted time.Time         `json:"restarted,omitzero"`
+	// Stopped is when the API first showed the pod terminal with every
+	// container terminated: a pod the kubelet stopped is done then, its
+	// deletion (if any) may come much later.
+	Stopped time.Time `json:"stopped,omitzero"`
+	// ByExit: begun by an init's exit with no stop signal (a crash, an OOM
+	// kill); OutsideKill, a SIGKILL from outside the pod's containers
+	// preceded that exit (so it was not the OOM killer's).
+	ByExit bool `json:"by_exit,omitempty"`
+	// Container is the container whose stop began the termination (its
+	// init's stop signal or exit), "" when not known.
+	Container   string `json:"container,omitempty"`
+	OutsideKill bool   `json:"outside_kill,omitempty"`
+	StartedLate bool   `json:"started_late,omitempty"`
 	// Ran is set when a container was running when the termination began:
 	// a pod that never ran has nothing to observe and yields no record.
 	Ran bool `json:"ran,omitempty"`

@@ -18,21 +18,24 @@ func (c *Correlator) signal(p *podState, container string, e *collector.Event) {
 	if e.Signal == sigkill {
 		if t := p.Term; t != nil && t.T.Marks.Sigkill.IsZero() && killsRunning(t, e) && !sandboxTeardown(p, container) {
 			t.T.Marks.Sigkill = e.Time
+		} else if t == nil {
+			noteOutsideKill(p, e)
 		}
 		return
 	}
 	if !e.TargetInit || fromInside(p, e) {
 		return
 	}
-	if p.Term != nil && c.restarted(p.Term, e.Time) {
-		p.Term = nil // an earlier restart's, kept while the pod watch was silent
+	if newInit(p, container) {
+		c.endContainer(p, e.Time) // an earlier restart's, kept while the pod watch was silent
 	}
 	if p.Term == nil {
-		// The kernel stream can run ahead of the API's deletion; a stop
-		// signal with no deletion within SignalLead is a container restart
-		// and Tick drops it.
+		// The first sign of a stop, the kernel stream often ahead of the
+		// API's deletion or Killing. Until one of those (or an exit)
+		// confirms it, it is tentative: a signal that stops nothing is
+		// dropped by Tick.
 		c.begin(p, e.Time)
-		p.Term.Tentative = true
+		p.Term.Tentative, p.Term.Container = true, container
 	}
 	t := p.Term
 	if t.T.Marks.StopSignal.IsZero() {
@@ -110,7 +113,7 @@ func exit(t *termState, container string, e *collector.Event) {
 	if !e.TargetInit {
 		return
 	}
-	t.SawInitExit = true
+	t.SawInitExit, t.Tentative = true, false
 	if container != "" {
 		if t.InitExited == nil {
 			t.InitExited = make(map[string]bool)

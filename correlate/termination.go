@@ -84,6 +84,9 @@ const (
 	DiagResetOnReuse        = "requests_reset_on_reused_connections"
 	DiagStreamsKilled       = "streams_killed"
 	DiagStopSignalMismatch  = "stop_signal_mismatch"
+	DiagLivenessRestart     = "liveness_restart"
+	DiagOOMKilled           = "oom_killed"
+	DiagContainerCrashed    = "container_crashed"
 	DiagClean               = "clean"
 )
 
@@ -119,10 +122,14 @@ type Source struct {
 type Termination struct {
 	PodUID string `json:"pod_uid"`
 	// Pod is the pod's name; its namespace is Workload.Namespace.
-	Pod      string             `json:"pod"`
-	Node     string             `json:"node"`
-	PodIP    netip.Addr         `json:"pod_ip"`
-	Workload collector.Workload `json:"workload"`
+	Pod string `json:"pod"`
+	// Container names the container of a container's termination (a
+	// liveness kill, an OOM kill, a crash: the pod did not stop, the
+	// kubelet restarted the container); "" for the pod's own.
+	Container string             `json:"container,omitempty"`
+	Node      string             `json:"node"`
+	PodIP     netip.Addr         `json:"pod_ip"`
+	Workload  collector.Workload `json:"workload"`
 	// GracePeriod is the grace the deletion was given.
 	GracePeriod time.Duration `json:"grace_period"`
 

@@ -37,6 +37,12 @@ func logTermination(log zerolog.Logger, t correlate.Termination) {
 			ev = ev.Str("fix", t.Diagnoses[0].Fix)
 		}
 	}
+	if t.Cause != "" {
+		ev = ev.Str("cause", t.Cause)
+	}
+	if t.Container != "" {
+		ev = ev.Str("container", t.Container).Str("cause_evidence", t.CauseEvidence)
+	}
 	if t.StopSignal != 0 {
 		ev = ev.Str("stop_signal", collector.SignalName(t.StopSignal))
 	}

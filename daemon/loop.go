@@ -121,7 +121,10 @@ func (d *Daemon) finished(t correlate.Termination) {
 	d.view.keep(t)
 	d.completed = append(d.completed, t)
 	d.counters.pace.changed = true
-	d.scopes.Release(t.PodUID)
+	if t.Container == "" {
+		// A container's termination leaves its pod running, watched.
+		d.scopes.Release(t.PodUID)
+	}
 }
 
 // steadyReuse moves the requests reset on reused connections of pods that

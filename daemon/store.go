@@ -172,7 +172,7 @@ func putTerminations(b *bolt.Bucket, ts []correlate.Termination) error {
 		if err != nil {
 			return fmt.Errorf("encoding termination of %s: %w", t.Pod, err)
 		}
-		if err := b.Put([]byte(t.PodUID), v); err != nil {
+		if err := b.Put([]byte(t.Key()), v); err != nil {
 			return err
 		}
 	}

@@ -78,10 +78,10 @@ func (v *terminationView) isWatched(uid string) bool {
 func (v *terminationView) keep(ts ...correlate.Termination) {
 	v.mu.Lock()
 	for _, t := range ts {
-		if _, ok := v.recent[t.PodUID]; !ok {
-			v.order = append(v.order, t.PodUID)
+		if _, ok := v.recent[t.Key()]; !ok {
+			v.order = append(v.order, t.Key())
 		}
-		v.recent[t.PodUID] = t
+		v.recent[t.Key()] = t
 	}
 	v.mu.Unlock()
 }
@@ -129,16 +129,16 @@ func (v *terminationView) Matching(f exporter.Filter) []correlate.Termination {
 	var out []correlate.Termination
 	seen := make(map[string]bool, len(v.live)+len(v.order))
 	for _, t := range v.live {
-		seen[t.PodUID] = true
+		seen[t.Key()] = true
 		if f.Match(t) {
 			out = append(out, t)
 		}
 	}
-	for _, uid := range v.order {
-		if t := v.recent[uid]; !seen[uid] && f.Match(t) {
+	for _, key := range v.order {
+		if t := v.recent[key]; !seen[key] && f.Match(t) {
 			out = append(out, t)
 		}
-		seen[uid] = true
+		seen[key] = true
 	}
 	older := v.older
 	v.mu.RUnlock()
@@ -146,7 +146,7 @@ func (v *terminationView) Matching(f exporter.Filter) []correlate.Termination {
 		return out
 	}
 	err := older.EachCompleted(func(t correlate.Termination) error {
-		if !seen[t.PodUID] && f.Match(t) {
+		if !seen[t.Key()] && f.Match(t) {
 			out = append(out, t)
 		}
 		return nil
@@ -157,7 +157,8 @@ func (v *terminationView) Matching(f exporter.Filter) []correlate.Termination {
 	return out
 }
 
-// Get returns one pod's termination.
+// Get returns one pod's termination (the pod's own once complete; its
+// containers' are in Terminations).
 func (v *terminationView) Get(uid string) (correlate.Termination, bool) {
 	v.mu.RLock()
 	for _, t := range v.live {
@@ -182,5 +183,5 @@ func (v *terminationView) Get(uid string) (correlate.Termination, bool) {
 // byLastMark orders restored terminations as they completed, so the
 // oldest leave memory first.
 func byLastMark(a, b correlate.Termination) int {
-	return cmp.Or(a.Marks.Last().Compare(b.Marks.Last()), cmp.Compare(a.PodUID, b.PodUID))
+	return cmp.Or(a.Marks.Last().Compare(b.Marks.Last()), cmp.Compare(a.Key(), b.Key()))
 }

@@ -162,3 +162,24 @@ func heapAlloc() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// A pod's container terminations and its own are kept apart (their keys
+// differ): the view lists all three, and Get answers the pod's own.
+func TestViewKeepsContainerTerminationsApart(t *testing.T) {
+	v := newTerminationView(DefaultCompletedInMemory, zerolog.Nop())
+	pod := syntheticTermination(1, 3)
+	restart := func(minute int) correlate.Termination {
+		r := pod
+		r.Container = "server"
+		at := viewT0.Add(time.Duration(minute) * time.Minute)
+		r.Marks = correlate.Marks{StopSignal: at, Exit: at.Add(time.Second)}
+		return r
+	}
+	v.keep(restart(-5), restart(-3), pod)
+	if n := len(v.Terminations()); n != 3 {
+		t.Fatalf("%d terminations listed, want the pod's and its two restarts'", n)
+	}
+	if got, ok := v.Get(pod.PodUID); !ok || got.Container != "" {
+		t.Fatalf("Get = container %q, %v: want the pod's own termination", got.Container, ok)
+	}
+}

@@ -38,6 +38,9 @@ var eventReasons = map[string]string{
 	correlate.DiagStreamsKilled:       "DrainStreamsKilled",
 	correlate.DiagStopSignalMismatch:  "DrainStopSignalMismatch",
 	correlate.DiagResetOnReuse:        "DrainResetOnReusedConnections",
+	correlate.DiagLivenessRestart:     "DrainLivenessRestart",
+	correlate.DiagOOMKilled:           "DrainOOMKilled",
+	correlate.DiagContainerCrashed:    "DrainContainerCrashed",
 }
 
 // EventReason returns the Event reason of a diagnosis code ("" for clean).
@@ -168,7 +171,7 @@ func podEvents(t correlate.Termination) int {
 // Record records the Events of a completed termination and returns how
 // many it recorded (0 for clean, incomplete or already reported ones).
 func (r *EventReporter) Record(ctx context.Context, t correlate.Termination) int {
-	if !t.Complete || !r.firstReport(t.PodUID) {
+	if !t.Complete || !r.firstReport(t.Key()) {
 		return 0
 	}
 	pod := podRef(t)

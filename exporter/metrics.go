@@ -33,7 +33,7 @@ type Metrics struct {
 	now      func() time.Time
 
 	mu        sync.Mutex
-	seen      map[string][4]string // pod UID → revision labels it was counted in
+	seen      map[string][4]string // termination key (Termination.Key) → revision labels it was counted in
 	revisions map[[4]string]*revisionState
 	workloads map[[3]string]*workloadState
 
@@ -87,7 +87,7 @@ func (m *Metrics) ObserveTermination(t correlate.Termination) bool {
 		return false
 	}
 	rev := rolloutLabels(t.Workload)
-	m.seen[t.PodUID] = rev
+	m.seen[t.Key()] = rev
 	rs, ws := m.states(rev)
 	rs.add(t, at)
 	ws.add(t, at)
@@ -97,7 +97,7 @@ func (m *Metrics) ObserveTermination(t correlate.Termination) bool {
 // countable says whether t is to be counted (not yet counted, not older
 // than the TTL) and from when its series' TTL runs: its last mark.
 func (m *Metrics) countable(t correlate.Termination) (time.Time, bool) {
-	if _, dup := m.seen[t.PodUID]; dup {
+	if _, dup := m.seen[t.Key()]; dup {
 		return time.Time{}, false
 	}
 	now := m.now()

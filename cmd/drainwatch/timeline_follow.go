@@ -39,7 +39,7 @@ type follower struct {
 // follow runs the polls. A daemon that does not answer one poll is
 // reported and asked again at the next.
 func follow(ctx context.Context, fl follower) {
-	printed := map[string]string{} // pod UID -> the JSON last printed
+	printed := map[string]string{} // termination key -> the JSON last printed
 	for poll := 1; ; poll++ {
 		qctx, cancel := context.WithTimeout(ctx, fl.timeout)
 		views, errs := exporter.QueryDaemons(qctx, fl.daemons, fl.filter)
@@ -50,8 +50,8 @@ func follow(ctx context.Context, fl follower) {
 		var changed []exporter.TerminationView
 		for _, v := range views {
 			data, _ := json.Marshal(v)
-			if printed[v.PodUID] != string(data) {
-				printed[v.PodUID] = string(data)
+			if printed[v.Key()] != string(data) {
+				printed[v.Key()] = string(data)
 				changed = append(changed, v)
 			}
 		}

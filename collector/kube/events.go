@@ -18,7 +18,8 @@ const (
 	ReasonFailedPreStopHook = "FailedPreStopHook"
 )
 
-// eventWatch watches the Events of each terminating local pod, one small
+// eventWatch watches the Events of each terminating local pod (deleted, or
+// stopped by the kubelet without a deletion: stoppedWithoutDeletion), one small
 // list+watch per pod with fieldSelector involvedObject.uid=<uid>. The API
 // server offers no field selector on the reporting host, and Events have no
 // watch cache by default, so a per-node watch of every kubelet Event would

@@ -119,9 +119,27 @@ func (w *podWatch) emit(pod *corev1.Pod) {
 	}
 	w.k.cfg.Sink.Pod(collector.PodUpdate{Seen: w.k.cfg.Now(), Pod: p})
 	w.k.endpoints.podSeen(pod.Namespace, string(pod.UID), pod.Labels)
-	if pod.DeletionTimestamp != nil {
+	if pod.DeletionTimestamp != nil || stoppedWithoutDeletion(pod, p) {
 		w.k.events.start(pod.Namespace, string(pod.UID))
 	}
+}
+
+// stoppedWithoutDeletion says whether the kubelet stopped the pod or one
+// of its containers with no deletion: its verdict in the status (node
+// pressure, node shutdown), a container terminated or restarted. The
+// Killing Event (a failed liveness probe says so) is read from then on;
+// the watch's list returns the one already recorded. It stays until the
+// pod is deleted: one small watch per such pod of the node.
+func stoppedWithoutDeletion(pod *corev1.Pod, p collector.Pod) bool {
+	if p.Stop.Disruption != "" || p.Stop.Reason != "" {
+		return true
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.State.Terminated != nil || s.LastTerminationState.Terminated != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // stopEvidence reads why the pod stops from its status: the
@@ -150,6 +168,7 @@ func ConvertPod(pod *corev1.Pod, w collector.Workload) collector.Pod {
 	}
 	p.IP, _ = netip.ParseAddr(pod.Status.PodIP)
 	p.Stop = stopEvidence(pod)
+	p.Terminal = pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
 	if pod.DeletionTimestamp != nil {
 		p.DeletionTimestamp = pod.DeletionTimestamp.Time
 		if s := pod.DeletionGracePeriodSeconds; s != nil {
@@ -183,6 +202,9 @@ func convertContainer(c corev1.Container, statuses []corev1.ContainerStatus) col
 		}
 		if t := s.State.Terminated; t != nil {
 			out.Terminated, out.ExitCode, out.Reason = true, t.ExitCode, t.Reason
+		}
+		if t := s.LastTerminationState.Terminated; t != nil {
+			out.LastReason = t.Reason
 		}
 	}
 	return out

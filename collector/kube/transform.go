@@ -99,5 +99,8 @@ func shrinkStatus(s corev1.ContainerStatus) corev1.ContainerStatus {
 	if t := s.State.Terminated; t != nil {
 		out.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: t.ExitCode, Reason: t.Reason}
 	}
+	if t := s.LastTerminationState.Terminated; t != nil {
+		out.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: t.Reason}
+	}
 	return out
 }

@@ -29,6 +29,11 @@ type container struct {
 	exited    chan struct{} // closed once exitCode and finishedAt are set
 	exitCode  int32
 	finished  time.Time
+	// memCgroup is the v1 memory cgroup of a container with a memory
+	// limit (memlimit.go); oomKilled, set at the exit, says the kernel's
+	// OOM killer killed a process of it.
+	memCgroup string
+	oomKilled bool
 }
 
 func newContainerID() string {
@@ -71,6 +76,16 @@ func (a *Agent) startContainer(pod *corev1.Pod, sb *sandbox, spec corev1.Contain
 		return nil, fmt.Errorf("starting container %s: %w", spec.Name, err)
 	}
 	c.proc, c.pid, c.startedAt = cmd.Process, cmd.Process.Pid, time.Now()
+	if limit := spec.Resources.Limits.Memory(); !limit.IsZero() {
+		c.memCgroup = memoryCgroup(c.scope, a.cfg.CgroupRoot)
+		if err := limitMemory(c.memCgroup, c.pid, limit.Value()); err != nil {
+			_ = c.proc.Kill()
+			_ = cmd.Wait()
+			_ = removeCgroup(c.scope)
+			removeMemoryCgroup(c.memCgroup)
+			return nil, fmt.Errorf("container %s: %w", spec.Name, err)
+		}
+	}
 	go c.wait(cmd)
 	return c, nil
 }
@@ -80,6 +95,10 @@ func (c *container) wait(cmd *exec.Cmd) {
 	c.finished = time.Now()
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
 		c.exitCode = ExitCode(ws)
+	}
+	if c.memCgroup != "" {
+		c.oomKilled = oomKilled(c.memCgroup)
+		removeMemoryCgroup(c.memCgroup)
 	}
 	close(c.exited)
 }

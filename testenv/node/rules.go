@@ -102,6 +102,10 @@ func ExitCode(ws syscall.WaitStatus) int32 {
 	return int32(ws.ExitStatus())
 }
 
+// ReasonOOMKilled is the terminated state's reason of a container the
+// kernel's OOM killer killed.
+const ReasonOOMKilled = "OOMKilled"
+
 // ExitReason is the terminated state's reason for an exit code.
 func ExitReason(code int32) string {
 	if code == 0 {

@@ -52,8 +52,12 @@ func (cs *containerStatus) apiStatus(spec *corev1.Container) corev1.ContainerSta
 
 // terminatedState is the API state of a finished run.
 func terminatedState(c *container) *corev1.ContainerStateTerminated {
+	reason := ExitReason(c.exitCode)
+	if c.oomKilled {
+		reason = ReasonOOMKilled // containerd's, from the cgroup's OOM event
+	}
 	return &corev1.ContainerStateTerminated{
-		ExitCode: c.exitCode, Reason: ExitReason(c.exitCode), ContainerID: "containerd://" + c.id,
+		ExitCode: c.exitCode, Reason: reason, ContainerID: "containerd://" + c.id,
 		StartedAt: metav1.NewTime(c.startedAt), FinishedAt: metav1.NewTime(c.finished),
 	}
 }
@@ -79,6 +83,12 @@ func (w *podWorker) buildStatus() corev1.PodStatus {
 		w.condition(corev1.ContainersReady, allReady && !terminal),
 		w.condition(corev1.PodReady, allReady && !terminal),
 		w.condition(corev1.PodScheduled, true),
+	}
+	if w.verdict != nil {
+		// After the conditions: Ready keeps following the containers and
+		// their probes while they stop, so the EndpointSlice keeps the pod
+		// ready meanwhile (kubernetes/kubernetes#116965).
+		w.verdict.applyVerdict(w, &st)
 	}
 	return st
 }

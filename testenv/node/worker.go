@@ -35,7 +35,11 @@ type podWorker struct {
 	exits    chan *container
 	probes   chan probeResult
 	restarts chan string // container name whose backoff elapsed
+	verdicts chan verdict
 	done     chan struct{}
+	// verdict is the kubelet's own decision to stop the pod (eviction,
+	// node shutdown), nil until it makes one.
+	verdict *verdict
 
 	probeCtx     context.Context
 	stopProbes   context.CancelFunc
@@ -51,7 +55,8 @@ func newPodWorker(a *Agent, pod *corev1.Pod) *podWorker {
 		containers: map[string]*containerStatus{}, conditions: map[corev1.PodConditionType]corev1.PodCondition{},
 		startTime: metav1.NewTime(time.Now()), updates: make(chan *corev1.Pod, 1), gone: make(chan struct{}),
 		exits: make(chan *container, 16), probes: make(chan probeResult, 16), restarts: make(chan string, 16),
-		done: make(chan struct{}), stopLiveness: map[string]context.CancelFunc{},
+		verdicts: make(chan verdict),
+		done:     make(chan struct{}), stopLiveness: map[string]context.CancelFunc{},
 	}
 	for _, c := range pod.Spec.Containers {
 		w.containers[c.Name] = &containerStatus{waiting: "ContainerCreating", restartable: restartable(pod, 1)}
@@ -126,6 +131,10 @@ func (w *podWorker) run(ctx context.Context) {
 			w.onProbe(ctx, r)
 		case name := <-w.restarts:
 			w.restart(ctx, name)
+		case v := <-w.verdicts:
+			w.stopByKubelet(ctx, v)
+			w.afterKubeletStop(ctx)
+			return
 		case <-ctx.Done():
 			w.shutdown()
 			return

@@ -18,7 +18,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/work", s.timed(func(*http.Request) (time.Duration, error) { return s.cfg.WorkDuration, nil }))
 	mux.HandleFunc("/slow", s.timed(slowDuration))
 	mux.HandleFunc("/ready", s.ready)
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("/healthz", s.healthz)
+	mux.HandleFunc("/alloc", s.alloc)
 	return mux
 }
 
@@ -62,4 +63,34 @@ func (s *Server) ready(w http.ResponseWriter, _ *http.Request) {
 		return
 	}
 	fmt.Fprintln(w, "ready")
+}
+
+// healthz answers 200, or 500 once UnhealthyAfter has passed.
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	if after := s.cfg.UnhealthyAfter; after > 0 && time.Since(s.started) >= after {
+		http.Error(w, "unhealthy", http.StatusInternalServerError)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+// maxAlloc bounds one /alloc.
+const maxAlloc = 1024
+
+// alloc allocates ?mb= MiB, touches every page and keeps it: under a
+// memory limit the kernel's OOM killer ends the process before it answers.
+func (s *Server) alloc(w http.ResponseWriter, r *http.Request) {
+	mb, err := strconv.Atoi(r.URL.Query().Get("mb"))
+	if err != nil || mb <= 0 || mb > maxAlloc {
+		http.Error(w, fmt.Sprintf("mb=%q: want an integer from 1 to %d", r.URL.Query().Get("mb"), maxAlloc), http.StatusBadRequest)
+		return
+	}
+	b := make([]byte, mb<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	s.heldMu.Lock()
+	s.held = append(s.held, b)
+	s.heldMu.Unlock()
+	fmt.Fprintf(w, "holding %d MiB more\n", mb)
 }

@@ -26,7 +26,8 @@
 //
 // Routes: /work (WorkDuration, 20 ms), /slow?ms=N (default 2000; the
 // response is written after N ms), /ready (200, or 503 once draining),
-// /healthz (200). Every lifecycle event is logged to stderr as one JSON line
+// /healthz (200, or 500 from UnhealthyAfter on), /alloc?mb=N (allocates,
+// touches and keeps N MiB: a leak on demand, for a memory limit's OOM kill). Every lifecycle event is logged to stderr as one JSON line
 // with an RFC 3339 nanosecond timestamp.
 //
 // Real third-party servers run as workloads too: Nginx, HAProxy and
@@ -75,6 +76,10 @@ type Config struct {
 	// IdleTimeout; zero keeps it open until the client closes it). A proxy
 	// whose pool keeps connections longer meets the keep-alive race.
 	IdleTimeout time.Duration
+	// UnhealthyAfter makes /healthz answer 500 this long after the server
+	// started (zero: never), as a server whose dependency stalls does: a
+	// liveness probe on /healthz then has the kubelet restart it.
+	UnhealthyAfter time.Duration
 }
 
 // Server is one workload server.
@@ -85,11 +90,14 @@ type Server struct {
 	stopping chan struct{} // closed at the stop signal
 	http     *http.Server
 	h2conns  sync.WaitGroup // HTTP/2 connections being served (h2c)
+	started  time.Time
+	heldMu   sync.Mutex
+	held     [][]byte // /alloc's memory, kept until the process ends
 }
 
 // New returns a server; Run starts it.
 func New(cfg Config, log zerolog.Logger) *Server {
-	s := &Server{cfg: cfg, log: log, stopping: make(chan struct{})}
+	s := &Server{cfg: cfg, log: log, stopping: make(chan struct{}), started: time.Now()}
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.IdleTimeout}
 	if cfg.Mode == ModeH2C {
 		s.http.Handler = s.h2c(s.http.Handler)

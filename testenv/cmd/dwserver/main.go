@@ -32,6 +32,7 @@ func main() {
 	flag.BoolVar(&cfg.IgnoreStop, "ignore-stop", false, "ignore SIGTERM, SIGINT, SIGQUIT, SIGUSR1 and SIGHUP: only SIGKILL ends the server")
 	flag.BoolVar(&cfg.EndStreams, "end-streams", false, "grpc: end open Watch streams (status OK) at the stop signal")
 	flag.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "close kept-alive connections idle this long (0: never)")
+	flag.DurationVar(&cfg.UnhealthyAfter, "unhealthy-after", 0, "answer /healthz with 500 this long after starting (0: never): a liveness probe restarts the server")
 	flag.Parse()
 	cfg.Addr = ":" + strconv.Itoa(*port)
 	if *addr != "" {

@@ -29,6 +29,22 @@ import (
 // diagnosis, attributed to the pod's workload and revision.
 func TestLivenessRestart(t *testing.T) {
 	c, ds := startCluster(t, "e2l-", 1)
+	livenessRestart(t, c, ds, anyNode)
+}
+
+// livenessRun is what livenessRestart leaves to check further: the pod,
+// drainwatch's termination of its container, and when the load began.
+type livenessRun struct {
+	pod       corev1.Pod
+	got       correlate.Termination
+	loadStart time.Time
+}
+
+// livenessRestart runs TestLivenessRestart's scenario on the node place
+// puts the pod on and checks drainwatch's container termination against
+// the clients.
+func livenessRestart(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, place placement) livenessRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	ns := unique("e2e-liveness")
@@ -37,6 +53,7 @@ func TestLivenessRestart(t *testing.T) {
 	// first probe finds nothing listening yet and kills it.
 	dep.Spec.Template.Spec.Containers[0].LivenessProbe = &corev1.Probe{InitialDelaySeconds: 3, PeriodSeconds: 1, FailureThreshold: 1,
 		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}}
+	place(dep)
 	pods := deploy(ctx, t, c, ns, dep)
 	waitWatching(ctx, t, ds, pods)
 	pod := &pods[0]
@@ -46,6 +63,7 @@ func TestLivenessRestart(t *testing.T) {
 	// and a /slow of 4 s every second so the stop finds ~4 in flight.
 	lctx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
+	loadStart := time.Now()
 	work := runLoad(lctx, client.Load{Dial: c.Dial, Target: addr, Path: "/work", Interval: 20 * time.Millisecond, Count: 3000, Duration: time.Minute})
 	slow := runLoad(lctx, client.Load{Dial: c.Dial, Target: addr, Path: "/slow?ms=4000", Interval: time.Second, Count: 60, Duration: time.Minute, Timeout: 10 * time.Second})
 	waitRestarted(ctx, t, c, pod)
@@ -72,6 +90,7 @@ func TestLivenessRestart(t *testing.T) {
 	if !got.Marks.DeletionSeen.IsZero() || got.Marks.Killing.IsZero() || got.Marks.StopSignal.IsZero() || got.Marks.Exit.IsZero() {
 		t.Errorf("marks %+v: want Killing, a stop signal and an exit, no deletion", got.Marks)
 	}
+	return livenessRun{pod: *pod, got: got, loadStart: loadStart}
 }
 
 // runLoad runs l in the background; the channel gives its records.

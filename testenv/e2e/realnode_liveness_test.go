@@ -3,6 +3,8 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +33,9 @@ func TestRealNodeLivenessRestart(t *testing.T) {
 	t.Logf("kubelet: %s; probes refused %d; drainwatch probe_refused %d, exit %d, stop signal %d %.3f s after Killing, exit %.3f s after it, sigkill %v",
 		e.kubeletSays(t, p.Namespace, p.Name), probes, got.Counts.ProbeRefused, got.ExitCode, got.StopSignal,
 		m.StopSignal.Sub(m.Killing).Seconds(), m.Exit.Sub(m.StopSignal).Seconds(), sinceExit(m.Sigkill, m.Exit))
+	for _, l := range e.kubeletLines(t, p.Namespace+"/"+p.Name, run.loadStart, "Liveness", "Killing container", "ContainerDied", "ContainerStarted") {
+		t.Logf("kubelet.log: %s", l)
+	}
 	if got.Counts.ProbeRefused != probes {
 		t.Errorf("probe_refused %d, the kubelet's log has %d", got.Counts.ProbeRefused, probes)
 	}
@@ -69,4 +74,28 @@ func (e *realNodeEnv) kubeletSays(t *testing.T, ns, name string) string {
 		}
 	}
 	return says.String()
+}
+
+// kubeletLines is the real kubelet's log lines about pod at or after since
+// that contain any of words: its own times, to the microsecond, where the
+// API's Events have seconds.
+func (e *realNodeEnv) kubeletLines(t *testing.T, pod string, since time.Time, words ...string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.node.Dir, "kubelet.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if len(l) < 21 || !strings.Contains(l, `pod="`+pod+`"`) || l[1:21] < since.Format("0102 15:04:05.000000") {
+			continue
+		}
+		for _, w := range words {
+			if strings.Contains(l, w) {
+				lines = append(lines, l)
+				break
+			}
+		}
+	}
+	return lines
 }

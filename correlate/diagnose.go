@@ -61,9 +61,11 @@ func diagnose(t Termination, prestopMessage string, cfg Config) []Diagnosis {
 	if t.Cause == CauseOOMKill {
 		killed = nil // no grace period to raise: oom_killed has the count and the fix
 	}
+	exceeded := nodeShutdownFix(t, graceExceeded(t, ignored))
+	killed = nodeShutdownFix(t, killed)
 	for _, d := range []*Diagnosis{
 		restart, routing, drainDelay, ignoredDiagnosis(t, ignored),
-		graceExceeded(t, ignored), killed, streamsKilled(t), shutdownResets(t), resetOnReuse(t),
+		exceeded, killed, streamsKilled(t), shutdownResets(t), resetOnReuse(t),
 		prestopFailed(t, prestopMessage), budgetTooSmall(t, ignored, cfg), stopSignalMismatch(t),
 	} {
 		if d != nil {

@@ -133,7 +133,7 @@ func New(cfg Config) (*Kube, error) {
 		if err != nil {
 			return "", err
 		}
-		return s.Status.UpdateRevision, nil
+		return statefulSetUpdateRevision(s)
 	}
 	k.endpoints = newEndpointWatch(k)
 	k.events = newEventWatch(k)

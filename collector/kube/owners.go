@@ -2,10 +2,13 @@ package kube
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -202,7 +205,12 @@ func (c *ownerCache) currentRevision(w collector.Workload) string {
 	if hit && now.Before(e.expires) {
 		return e.meta.Revision
 	}
-	revision := c.readCurrent(w)
+	revision, err := c.readCurrent(w)
+	if errors.Is(err, errStatusBehind) {
+		// Not cached: the controller writes its status within moments,
+		// and the pod's next update must read it.
+		return ""
+	}
 	c.mu.Lock()
 	c.current[key] = ownerEntry{meta: OwnerMeta{Revision: revision}, ok: revision != "", expires: now.Add(currentTTL)}
 	if len(c.current) >= 256 {
@@ -216,18 +224,14 @@ func (c *ownerCache) currentRevision(w collector.Workload) string {
 	return revision
 }
 
-func (c *ownerCache) readCurrent(w collector.Workload) string {
+func (c *ownerCache) readCurrent(w collector.Workload) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), ownerGetTimeout)
 	defer cancel()
 	if w.Kind == "StatefulSet" {
 		if c.updateRevision == nil {
-			return ""
+			return "", nil
 		}
-		r, err := c.updateRevision(ctx, w.Namespace, w.Name)
-		if err != nil {
-			return ""
-		}
-		return r
+		return c.updateRevision(ctx, w.Namespace, w.Name)
 	}
 	gvr, annotation := deploymentsGVR, revisionAnnotation
 	if w.Kind == "Rollout" {
@@ -235,7 +239,23 @@ func (c *ownerCache) readCurrent(w collector.Workload) string {
 	}
 	m, err := c.meta.Resource(gvr).Namespace(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
 	if err != nil {
-		return ""
+		return "", fmt.Errorf("reading %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 	}
-	return m.Annotations[annotation]
+	return m.Annotations[annotation], nil
+}
+
+// errStatusBehind: a StatefulSet's status is older than its spec. The
+// statefulset controller deletes the first old pod of a rollout in the
+// sync that computes the new revision and writes status.updateRevision
+// only at the end of it: read at that deletion, the status still names
+// the old revision, and the rollout would look like a scale-down.
+var errStatusBehind = errors.New("the StatefulSet's status is behind its spec")
+
+// statefulSetUpdateRevision is s's status.updateRevision, or
+// errStatusBehind while the controller has not observed its spec.
+func statefulSetUpdateRevision(s *appsv1.StatefulSet) (string, error) {
+	if s.Status.ObservedGeneration < s.Generation {
+		return "", errStatusBehind
+	}
+	return s.Status.UpdateRevision, nil
 }

@@ -12,13 +12,15 @@ func TestParseRunFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("DRAINWATCH_LISTEN", "")
 	t.Setenv("DRAINWATCH_HTTP2_TRACKING", "always")
 	t.Setenv("DRAINWATCH_TLS_CERT_FILE", "/tls/tls.crt")
+	t.Setenv("DRAINWATCH_KEEP_COMPLETED", "24h")
 	f, err := parseRunFlags([]string{"--log-level", "debug"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := runFlags{nodeName: "node-7", stateDir: "/var/lib/dw", listen: "", cgroupRoot: "",
 		logLevel: "debug", logFormat: "json", kubeconfig: f.kubeconfig, pinPath: "/sys/fs/bpf/drainwatch", kubeletComms: "kubelet",
-		http2Tracking: "always", auth: "none", tlsCert: "/tls/tls.crt", ringBufferSize: "2Mi", completedInMemory: "256"}
+		http2Tracking: "always", auth: "none", tlsCert: "/tls/tls.crt", ringBufferSize: "2Mi", completedInMemory: "256",
+		keepCompleted: "24h"}
 	if f != want {
 		t.Fatalf("flags = %+v, want %+v", f, want)
 	}

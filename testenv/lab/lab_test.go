@@ -91,6 +91,13 @@ var expectations = map[string]func(lab.Result) bool{
 			strings.Contains(r.Note, "cause node_pressure (DisruptionTarget: TerminationByKubelet, status reason Evicted) of the pod") &&
 			strings.Contains(r.Note, "endpoint still ready at the listener's close: yes")
 	},
+	// The same for three pods stopped at once by a graceful node shutdown;
+	// the row sums them (each pod's pairs must be equal, or the row has an
+	// error), each pod's cause is in the note.
+	"stop/node-shutdown": func(r lab.Result) bool {
+		return r.ClientRefused >= 3 && r.ClientKilled == 0 && has(r, correlate.DiagListenerClosedEarly) &&
+			strings.Count(r.Note, "cause node_shutdown (DisruptionTarget: TerminationByKubelet, status reason Terminated) of the pod") == 3
+	},
 	// Exactly the 3 /slow and the /alloc in flight die with the OOM kill.
 	"stop/oom-kill": func(r lab.Result) bool {
 		return r.ClientKilled == 4 && r.ClientRefused == 0 && has(r, correlate.DiagOOMKilled) &&

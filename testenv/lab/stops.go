@@ -171,9 +171,25 @@ func livenessScenario(ctx context.Context, l *Lab) ([]Result, error) {
 // stop with drainwatch's termination v and records the scenario.
 func (l *Lab) stopResult(ctx context.Context, name string, pod *corev1.Pod, v exporter.TerminationView, since time.Time,
 	death Death, reqs map[string][]client.Request, note string) ([]Result, error) {
+	r, err := l.stopRow(name, pod, v, since, death, reqs, note)
+	if err != nil {
+		return nil, err
+	}
+	vs := []exporter.TerminationView{v}
+	text := l.timelineCLI(ctx, pod.Namespace, vs)
+	l.progress.Block(sideBySide("clients", strings.ReplaceAll(r.Note, "; ", "\n"), "drainwatch timeline", text, 50))
+	l.record(name, pod.Namespace, vs, text, reqs)
+	return []Result{r}, nil
+}
+
+// stopRow is the row of one pod's (or container's) stop: the clients'
+// requests to the pod and its prober's refusals since `since` next to
+// drainwatch's termination v.
+func (l *Lab) stopRow(name string, pod *corev1.Pod, v exporter.TerminationView, since time.Time,
+	death Death, reqs map[string][]client.Request, note string) (Result, error) {
 	probes, err := l.Cluster.ProbeRefusals(pod, since)
 	if err != nil {
-		return nil, errorf("kubelet prober", err)
+		return Result{}, errorf("kubelet prober", err)
 	}
 	addr := cluster.PodAddr(pod, cluster.ServerPort)
 	var all [][]client.Request
@@ -182,18 +198,13 @@ func (l *Lab) stopResult(ctx context.Context, name string, pod *corev1.Pod, v ex
 		all = append(all, reqs[path])
 		summary += fmt.Sprintf("/%s %s; ", path, client.Summarize(reqs[path]))
 	}
-	vs := []exporter.TerminationView{v}
-	text := l.timelineCLI(ctx, pod.Namespace, vs)
-	l.progress.Block(sideBySide("clients", strings.ReplaceAll(summary, "; ", "\n")+note, "drainwatch timeline", text, 50))
-	l.record(name, pod.Namespace, vs, text, reqs)
 	c := v.Counts
-	r := Result{Name: name, Namespace: pod.Namespace, Source: "api", Diagnoses: diagnosisCodes(vs...),
+	return Result{Name: name, Namespace: pod.Namespace, Source: "api", Diagnoses: diagnosisCodes(v),
 		ClientRefused: RefusedTo(addr, all...), DrainwatchRefused: c.RefusedAfterSigterm,
 		ClientKilled: KilledBy(addr, death, all...), DrainwatchKilled: c.RequestsKilledBySigkill,
 		ProberProbeRefused: probes, DrainwatchProbeRefused: c.ProbeRefused,
 		ClientResetAtShutdown: ResetAtShutdownTo(addr, death, all...), DrainwatchResetAtShutdown: c.ConnectionsResetAtShutdown,
-		Note: fmt.Sprintf("%s%s; drainwatch refused before the stop signal %d", summary, note, c.RefusedBeforeSigterm)}
-	return []Result{r}, nil
+		Note: fmt.Sprintf("%s%s; drainwatch refused before the stop signal %d", summary, note, c.RefusedBeforeSigterm)}, nil
 }
 
 // oomScenario: a server with a real memory limit of 64 MiB (the kernel
@@ -303,4 +314,105 @@ func evictionScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	}
 	return l.stopResult(ctx, name, pod, v, since, Death{stopped.SIGKILLAt, stopped.ExitAt}, map[string][]client.Request{"work": work},
 		fmt.Sprintf("exit code %d; %s; endpoint still ready at the listener's close: %s", stopped.ExitCode, causeNote(v, correlate.CauseNodePressure), ready))
+}
+
+// shutdownPods is how many pods the node-shutdown scenario stops.
+const shutdownPods = 3
+
+// nodeShutdownScenario: graceful node shutdown (a spot node's reclaim)
+// stops three naive servers of one node at once, each with the shutdown's
+// grace of 10 s, statuses saying the node is shutting down, no deletion.
+// /work every 20 ms straight at each pod until they are stopped. The lab's
+// nodes also carry the earlier scenarios' pods, which keep running: the
+// node agent stops these three as its whole-node shutdown stops every pod
+// (e2e's TestKubeletStops shuts a whole node down).
+func nodeShutdownScenario(ctx context.Context, l *Lab) ([]Result, error) {
+	const name, ns = "stop/node-shutdown", "lab-stop-shutdown"
+	dep := cluster.ServerDeployment(ns, "web", workload.ModeNaive, shutdownPods)
+	nodeName := l.Cluster.NodeNames[0]
+	dep.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": nodeName}
+	pods, err := l.deploy(ctx, dep)
+	if err != nil {
+		return nil, errorf("deploying", err)
+	}
+	agent, err := l.agentOf(&pods[0])
+	if err != nil {
+		return nil, err
+	}
+	l.progress.Step("%s: %d pods on %s: /work every 20 ms at each, graceful node shutdown (grace 10 s) after 1 s", name, len(pods), nodeName)
+	lctx, stopLoad := context.WithCancel(ctx)
+	defer stopLoad()
+	loads := make([]<-chan []client.Request, len(pods))
+	uids := make([]types.UID, len(pods))
+	for i := range pods {
+		uids[i] = pods[i].UID
+		loads[i] = background(lctx, client.Load{Dial: l.Cluster.Dial, Target: cluster.PodAddr(&pods[i], cluster.ServerPort),
+			Path: "/work", Interval: 20 * time.Millisecond, Count: 1000, Duration: 20 * time.Second})
+	}
+	time.Sleep(time.Second)
+	since := time.Now()
+	err = agent.ShutdownPods(ctx, uids, 10)
+	stopLoad() // before a replacement can get a stopped pod's address
+	work := make([][]client.Request, len(pods))
+	for i := range loads {
+		work[i] = <-loads[i]
+	}
+	if err != nil {
+		return nil, errorf("node shutdown", err)
+	}
+	return l.shutdownResult(ctx, name, pods, since, work)
+}
+
+// shutdownResult is the node-shutdown scenario's one row: the pods' sums
+// (Prometheus is compared by namespace), each pod's pairs and cause in the
+// note.
+func (l *Lab) shutdownResult(ctx context.Context, name string, pods []corev1.Pod, since time.Time, work [][]client.Request) ([]Result, error) {
+	sum := Result{Name: name, Namespace: pods[0].Namespace, Source: "api"}
+	var vs []exporter.TerminationView
+	var notes []string
+	clients := map[string][]client.Request{}
+	for i := range pods {
+		pod := &pods[i]
+		stopped, err := l.Cluster.WaitTerminated(ctx, pod.UID)
+		if err != nil {
+			return nil, errorf("node agent", err)
+		}
+		got, err := l.WaitComplete(ctx, pod.Namespace, string(pod.UID))
+		if err != nil {
+			return nil, err
+		}
+		v := got[0]
+		r, err := l.stopRow(pod.Name, pod, v, since, Death{stopped.SIGKILLAt, stopped.ExitAt}, map[string][]client.Request{"work": work[i]},
+			fmt.Sprintf("exit code %d; %s", stopped.ExitCode, causeNote(v, correlate.CauseNodeShutdown)))
+		if err != nil {
+			return nil, err
+		}
+		addRow(&sum, r)
+		if !r.Agree() && sum.Error == "" {
+			// The sums could agree where the pods do not: each pod's pairs
+			// must be equal too.
+			sum.Error = fmt.Sprintf("%s: refused %d/%d, killed %d/%d, probe refused %d/%d, reset at shutdown %d/%d",
+				pod.Name, r.ClientRefused, r.DrainwatchRefused, r.ClientKilled, r.DrainwatchKilled, r.ProberProbeRefused,
+				r.DrainwatchProbeRefused, r.ClientResetAtShutdown, r.DrainwatchResetAtShutdown)
+		}
+		vs, clients[pod.Name] = append(vs, v), work[i]
+		notes = append(notes, fmt.Sprintf("%s: refused %d/%d, %s", pod.Name, r.ClientRefused, r.DrainwatchRefused, r.Note))
+	}
+	sum.Diagnoses, sum.Note = diagnosisCodes(vs...), strings.Join(notes, " | ")
+	text := l.timelineCLI(ctx, sum.Namespace, vs)
+	l.progress.Block(sideBySide("clients", strings.Join(notes, "\n"), "drainwatch timeline", text, 50))
+	l.record(name, sum.Namespace, vs, text, clients)
+	return []Result{sum}, nil
+}
+
+// addRow adds r's pairs to sum.
+func addRow(sum *Result, r Result) {
+	sum.ClientRefused += r.ClientRefused
+	sum.DrainwatchRefused += r.DrainwatchRefused
+	sum.ClientKilled += r.ClientKilled
+	sum.DrainwatchKilled += r.DrainwatchKilled
+	sum.ProberProbeRefused += r.ProberProbeRefused
+	sum.DrainwatchProbeRefused += r.DrainwatchProbeRefused
+	sum.ClientResetAtShutdown += r.ClientResetAtShutdown
+	sum.DrainwatchResetAtShutdown += r.DrainwatchResetAtShutdown
 }

@@ -37,7 +37,8 @@ type Config struct {
 	Progress     *Progress
 	Log          zerolog.Logger // testenv's own logs (warnings)
 	// Scenarios selects scenarios by name prefix ("seeds", "rollout",
-	// "ignore-term", "prestop-fails", "nginx-sigquit", "kube-proxy", "l7");
+	// "ignore-term", "prestop-fails", "nginx-sigquit", "kube-proxy", "l7",
+	// "stop");
 	// empty runs them all.
 	Scenarios   []string
 	Screenshots bool // the /ui pages, with headless chromium

@@ -74,6 +74,35 @@ var expectations = map[string]func(lab.Result) bool{
 	"l7/nginx-fix": func(r lab.Result) bool {
 		return r.ProxyResetOnReuse == 0 && strings.Contains(r.Note, "client map[200:17]")
 	},
+	// No deletion in the stop/ scenarios: the cause in the note is the
+	// scenario's. The liveness kill falls with 3 or 4 /slow of 4 s in
+	// flight (one a second), so the listener stays closed at least 3 s of
+	// /work every 20 ms: at least 100 refused, how many more varies with
+	// where the kill falls (192 in one run).
+	"stop/liveness-restart": func(r lab.Result) bool {
+		return r.ClientRefused >= 100 && r.ClientKilled == 0 && has(r, correlate.DiagLivenessRestart) &&
+			strings.Contains(r.Note, "cause container_restart (Killing: Container server failed liveness probe, will be restarted) of container server")
+	},
+	// The naive server exits at once; the /work every 20 ms refused are
+	// those between its listener's close and the sandbox's removal (tens of
+	// ms: 3 in one run), while its endpoint is still ready.
+	"stop/node-pressure-eviction": func(r lab.Result) bool {
+		return r.ClientRefused >= 1 && r.ClientKilled == 0 && has(r, correlate.DiagListenerClosedEarly) &&
+			strings.Contains(r.Note, "cause node_pressure (DisruptionTarget: TerminationByKubelet, status reason Evicted) of the pod") &&
+			strings.Contains(r.Note, "endpoint still ready at the listener's close: yes")
+	},
+	// The same for three pods stopped at once by a graceful node shutdown;
+	// the row sums them (each pod's pairs must be equal, or the row has an
+	// error), each pod's cause is in the note.
+	"stop/node-shutdown": func(r lab.Result) bool {
+		return r.ClientRefused >= 3 && r.ClientKilled == 0 && has(r, correlate.DiagListenerClosedEarly) &&
+			strings.Count(r.Note, "cause node_shutdown (DisruptionTarget: TerminationByKubelet, status reason Terminated) of the pod") == 3
+	},
+	// Exactly the 3 /slow and the /alloc in flight die with the OOM kill.
+	"stop/oom-kill": func(r lab.Result) bool {
+		return r.ClientKilled == 4 && r.ClientRefused == 0 && has(r, correlate.DiagOOMKilled) &&
+			strings.Contains(r.Note, "exit code 137 (OOMKilled); cause oom_kill (container terminated: OOMKilled) of container server")
+	},
 }
 
 func has(r lab.Result, code string) bool { return slices.Contains(r.Diagnoses, code) }

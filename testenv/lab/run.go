@@ -42,6 +42,10 @@ func Scenarios() []Scenario {
 		{"l7/nginx", "a rollout behind Debian's nginx pooling keep-alive connections longer than the pods keep them", l7Scenario(l7Nginx)},
 		{"l7/haproxy", "the same behind Debian's haproxy", l7Scenario(l7HAProxy)},
 		{"l7/nginx-fix", "the same behind nginx, the pods' idle timeout longer than the pool", l7Scenario(l7NginxFixed)},
+		{"stop/liveness-restart", "a failed liveness probe restarts a naive server draining 4 s /slow: no deletion, the pod stays in its Service", livenessScenario},
+		{"stop/node-pressure-eviction", "the kubelet evicts a naive server under memory pressure: no deletion, its endpoint still ready", evictionScenario},
+		{"stop/node-shutdown", "graceful node shutdown stops three naive servers of one node at once (grace 10 s): no deletion", nodeShutdownScenario},
+		{"stop/oom-kill", "the kernel's OOM killer kills a server (memory limit 64Mi) with 4 requests in flight; the kubelet restarts it", oomScenario},
 	}
 }
 

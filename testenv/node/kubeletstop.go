@@ -76,6 +76,14 @@ func (a *Agent) ShutdownNode(ctx context.Context, shutdownGrace int64) error {
 	return a.stopPods(ctx, uids, verdict{reason: ReasonNodeShutdown, message: MessageNodeShutdown, grace: shutdownGrace})
 }
 
+// ShutdownPods stops the given pods of this node as ShutdownNode stops
+// all of them: for a node shared with pods that must keep running (the
+// lab's nodes carry its earlier scenarios' pods), the shutdown as those
+// pods see it.
+func (a *Agent) ShutdownPods(ctx context.Context, uids []types.UID, shutdownGrace int64) error {
+	return a.stopPods(ctx, uids, verdict{reason: ReasonNodeShutdown, message: MessageNodeShutdown, grace: shutdownGrace})
+}
+
 // stopPods hands each pod's worker the verdict and waits for all of them.
 func (a *Agent) stopPods(ctx context.Context, uids []types.UID, v verdict) error {
 	var wg sync.WaitGroup

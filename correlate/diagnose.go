@@ -86,7 +86,7 @@ func listenerClosedEarly(t Termination, cfg Config) *Diagnosis {
 		return nil
 	}
 	closed := "the listener was never seen closing"
-	if rel := relative(deletionRef(t), t.Marks.ListenerClosed, "the deletion"); rel != "" {
+	if rel := relative(deletionRef(t), t.Marks.ListenerClosed, deletionRefName(t)); rel != "" {
 		closed = "the listener closed " + rel
 	}
 	d := &Diagnosis{Code: DiagListenerClosedEarly,
@@ -94,7 +94,7 @@ func listenerClosedEarly(t Termination, cfg Config) *Diagnosis {
 			n.RefusedAfterSigterm+n.RefusedBeforeSigterm, n.RefusedAfterSigterm, n.RefusedBeforeSigterm, closed),
 		Fix: fmt.Sprintf("add preStop sleep ≥ %ds", sleepFor(0, cfg))}
 	if took, ok := routingTook(t); ok {
-		d.Message += fmt.Sprintf(" while routing still sent traffic until %s after the deletion", FormatSeconds(took))
+		d.Message += fmt.Sprintf(" while routing still sent traffic until %s after %s", FormatSeconds(took), deletionRefName(t))
 		d.Fix = fmt.Sprintf("add preStop sleep ≥ %ds: routing took %s%s", sleepFor(took, cfg), FormatSeconds(took), slowestText(t))
 	}
 	return d
@@ -115,7 +115,7 @@ func noDrainDelay(t Termination, cfg Config) *Diagnosis {
 	}
 	return &Diagnosis{Code: DiagNoDrainDelay,
 		Message: fmt.Sprintf("the listener closed %s: nothing kept the pod serving while routing converged",
-			relative(start, m.ListenerClosed, "the deletion")),
+			relative(start, m.ListenerClosed, deletionRefName(t))),
 		Fix: fmt.Sprintf("add preStop sleep ≥ %ds or keep serving that long after the stop signal%s", sleepFor(took, cfg), slowestText(t))}
 }
 

@@ -18,6 +18,19 @@ func deletionRef(t Termination) time.Time {
 	return time.Time{}
 }
 
+// deletionRefName names deletionRef's mark in messages: a termination the
+// kubelet began (an eviction, a node shutdown, a container restart) has no
+// deletion to be relative to.
+func deletionRefName(t Termination) string {
+	switch {
+	case !t.Marks.DeletionSeen.IsZero():
+		return "the deletion"
+	case !t.Marks.Killing.IsZero():
+		return "the kubelet's Killing"
+	}
+	return "the stop signal"
+}
+
 // routingTook is how long traffic kept arriving after the deletion: the
 // time a preStop sleep must cover (it starts at the deletion, like routing
 // convergence). The slowest source counts its requests reset on reused

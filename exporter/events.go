@@ -190,11 +190,11 @@ func (r *EventReporter) Record(ctx context.Context, t correlate.Termination) int
 		if reason == "" {
 			continue
 		}
-		r.recorder.Event(pod, corev1.EventTypeWarning, reason, eventMessage(d, ""))
+		r.recorder.Event(pod, corev1.EventTypeWarning, reason, eventMessage(d, causePrefix(t)))
 		n++
 		if workload != nil {
 			r.recorder.Event(workload, corev1.EventTypeWarning, reason,
-				eventMessage(d, fmt.Sprintf("pod %s (revision %s): ", t.Pod, t.Workload.Revision)))
+				eventMessage(d, fmt.Sprintf("pod %s (revision %s): %s", t.Pod, t.Workload.Revision, causePrefix(t))))
 			n++
 		}
 	}
@@ -213,6 +213,19 @@ func (r *EventReporter) firstReport(uid string) bool {
 
 // maxEventMessage is the API server's limit on an Event's message.
 const maxEventMessage = 1024
+
+// causePrefix says why the pod stopped, first in each Event's message
+// ("rollout: ", "node_pressure (Evicted): "), so `kubectl describe` answers
+// "why did it stop" before "what did it lose".
+func causePrefix(t correlate.Termination) string {
+	if t.Cause == "" {
+		return ""
+	}
+	if t.CauseEvidence != "" {
+		return fmt.Sprintf("%s (%s): ", t.Cause, t.CauseEvidence)
+	}
+	return t.Cause + ": "
+}
 
 func eventMessage(d correlate.Diagnosis, prefix string) string {
 	msg := prefix + d.Message

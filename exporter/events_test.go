@@ -59,8 +59,8 @@ func TestEventsForLostTraffic(t *testing.T) {
 	evs := waitEvents(t, client, "shop", 4)
 	want := []struct{ kind, name, uid, reason, msg string }{
 		{"Deployment", "web", "dep-uid", "DrainKilledRequests", "pod web-6d4f-b (revision 3): 1 request in flight killed by SIGKILL after the 30 s grace period. Fix: raise terminationGracePeriodSeconds above preStop + drain + margin (≥ 35 s)"},
-		{"Deployment", "web", "dep-uid", "DrainNoDelay", "pod web-6d4f-a (revision 3): 44 connections refused after SIGTERM: the listener closed 0.125 s after the stop signal, routing took 1.000 s. Fix: set preStop sleep ≥ 2 s: routing took 1.0 s"},
-		{"Pod", "web-6d4f-a", "uid-a", "DrainNoDelay", "44 connections refused after SIGTERM: the listener closed 0.125 s after the stop signal, routing took 1.000 s. Fix: set preStop sleep ≥ 2 s: routing took 1.0 s"},
+		{"Deployment", "web", "dep-uid", "DrainNoDelay", "pod web-6d4f-a (revision 3): rollout (Deployment web moved from revision 3 to 4): 44 connections refused after SIGTERM: the listener closed 0.125 s after the stop signal, routing took 1.000 s. Fix: set preStop sleep ≥ 2 s: routing took 1.0 s"},
+		{"Pod", "web-6d4f-a", "uid-a", "DrainNoDelay", "rollout (Deployment web moved from revision 3 to 4): 44 connections refused after SIGTERM: the listener closed 0.125 s after the stop signal, routing took 1.000 s. Fix: set preStop sleep ≥ 2 s: routing took 1.0 s"},
 		{"Pod", "web-6d4f-b", "uid-b", "DrainKilledRequests", "1 request in flight killed by SIGKILL after the 30 s grace period. Fix: raise terminationGracePeriodSeconds above preStop + drain + margin (≥ 35 s)"},
 	}
 	if len(evs) != len(want) {

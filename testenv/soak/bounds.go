@@ -11,9 +11,10 @@ import "fmt"
 // the daemon keeps by design grows with the terminations it keeps
 // (complete ones stay in memory, the API and bbolt for 7 days), so RSS and
 // bbolt may grow by a fixed budget per termination; nothing else may. LRU
-// maps (local_syns: a key per source, pod address and port, never
-// deleted, only evicted) fill up to their size as pod addresses cycle:
-// they are held to their max_entries.
+// maps (local_syns: a key per source, pod address and port; group_exits:
+// a key per exit on kernels whose exit tracepoint lacks group_dead;
+// neither deleted, only evicted) fill up to their size: they are held to
+// their max_entries.
 const (
 	goroutineSlack = 20       // goroutines: baseline + 20
 	fdSlack        = 20       // open fds: baseline + 20
@@ -25,7 +26,7 @@ const (
 )
 
 // lruMaps are the pinned LRU maps and their max_entries (bpf/drainwatch.h).
-var lruMaps = map[string]int{"local_syns": 4096}
+var lruMaps = map[string]int{"local_syns": 4096, "group_exits": 4096}
 
 // Bounds states the bounds, for the report.
 func Bounds(pods int) string {

@@ -61,8 +61,8 @@ func diagnose(t Termination, prestopMessage string, cfg Config) []Diagnosis {
 	if t.Cause == CauseOOMKill {
 		killed = nil // no grace period to raise: oom_killed has the count and the fix
 	}
-	exceeded := nodeShutdownFix(t, graceExceeded(t, ignored))
-	killed = nodeShutdownFix(t, killed)
+	exceeded := nodeFix(t, graceExceeded(t, ignored))
+	killed = nodeFix(t, killed)
 	for _, d := range []*Diagnosis{
 		restart, routing, drainDelay, ignoredDiagnosis(t, ignored),
 		exceeded, killed, streamsKilled(t), shutdownResets(t), resetOnReuse(t),

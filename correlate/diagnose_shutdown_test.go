@@ -7,8 +7,9 @@ import (
 
 // TestNodeShutdownDiagnosis: a node shutdown whose share of the kubelet's
 // shutdownGracePeriod (10 s here) is shorter than the pod's grace period
-// (30 s) and killed requests is a node configuration fix; one that gave
-// the pod its full grace, or a kill of another cause, stays the pod's.
+// (30 s) and killed requests is a node configuration fix, and so is a
+// node-pressure eviction's (1 s on a hard threshold); one that gave the pod
+// its full grace, or a kill of another cause, stays the pod's.
 func TestNodeShutdownDiagnosis(t *testing.T) {
 	const (
 		nodeFix = "raise the kubelet's shutdownGracePeriod so that its share for regular pods " +
@@ -16,6 +17,10 @@ func TestNodeShutdownDiagnosis(t *testing.T) {
 			"raising terminationGracePeriodSeconds changes nothing: the node's share caps it"
 		podFix = "raise terminationGracePeriodSeconds above preStop + the longest request, or bound requests below the remaining grace"
 		cutMsg = ": the node's graceful shutdown gave the pod 10s, less than its terminationGracePeriodSeconds of 30s"
+		evictFix = "keep the node off its hard eviction thresholds (a hard threshold kills after 1s; " +
+			"set soft thresholds below them) and raise the kubelet's evictionMaxPodGracePeriod to ≥ 30s, " +
+			"which caps the grace of soft-threshold evictions; raising terminationGracePeriodSeconds changes nothing"
+		evictMsg = ": the kubelet's node-pressure eviction gave the pod 1s, less than its terminationGracePeriodSeconds of 30s"
 	)
 	stopped := func(cause string, sigkill int) Termination {
 		return Termination{Cause: cause, GracePeriod: 30 * time.Second,
@@ -32,6 +37,13 @@ func TestNodeShutdownDiagnosis(t *testing.T) {
 			"SIGKILL 10s after the stop signal killed 3 in-flight requests (3 were in flight at the stop signal)" + cutMsg, nodeFix,
 			"still running when the grace period of 30s ran out: SIGKILL 10s after the stop signal" + cutMsg, nodeFix},
 		{"node shutdown with the pod's full grace", stopped(CauseNodeShutdown, 30_000),
+			"SIGKILL 30s after the stop signal killed 3 in-flight requests (3 were in flight at the stop signal)", podFix,
+			"still running when the grace period of 30s ran out: SIGKILL 30s after the stop signal",
+			"finish the drain within the grace period or raise terminationGracePeriodSeconds above 30s"},
+		{"hard-threshold eviction", stopped(CauseNodePressure, 1_000),
+			"SIGKILL 0.998s after the stop signal killed 3 in-flight requests (3 were in flight at the stop signal)" + evictMsg, evictFix,
+			"still running when the grace period of 30s ran out: SIGKILL 0.998s after the stop signal" + evictMsg, evictFix},
+		{"soft-threshold eviction with the pod's full grace", stopped(CauseNodePressure, 30_000),
 			"SIGKILL 30s after the stop signal killed 3 in-flight requests (3 were in flight at the stop signal)", podFix,
 			"still running when the grace period of 30s ran out: SIGKILL 30s after the stop signal",
 			"finish the drain within the grace period or raise terminationGracePeriodSeconds above 30s"},

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -59,7 +60,7 @@ func TestRealNodeHelmInstall(t *testing.T) {
 		// cannot grant it to any container here. The one difference from
 		// the chart: that capability is left out (testenv/runtime does the
 		// same), everything else is the chart's.
-		t.Logf("the chart's pod as rendered: %s; this machine's bounding set lacks %v: removing it from the DaemonSet",
+		t.Logf("the chart's pod as rendered: %s; this machine's bounding set lacks %v: leaving it out with the chart's capabilities value",
 			startErr, lacking)
 		e.dropCapabilities(ctx, t, release, lacking, dwPod.UID)
 		if dwPod, startErr = e.waitDaemonPod(ctx, t, release); startErr != "" {
@@ -219,24 +220,28 @@ func lackingCapabilities(t *testing.T) []string {
 // waits for the old pod to go.
 func (e *realNodeEnv) dropCapabilities(ctx context.Context, t *testing.T, release string, caps []string, old types.UID) {
 	t.Helper()
-	dss := e.c.Client.AppsV1().DaemonSets(release)
-	ds, err := dss.Get(ctx, release, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
+	// What a user of such a node does: the chart's capabilities value
+	// without them.
+	var keep []string
+	for name := range chartCapabilities {
+		if !slices.Contains(caps, name) {
+			keep = append(keep, name)
+		}
 	}
-	sc := ds.Spec.Template.Spec.Containers[0].SecurityContext
-	sc.Capabilities.Add = slices.DeleteFunc(sc.Capabilities.Add, func(c corev1.Capability) bool {
-		return slices.Contains(caps, string(c))
-	})
-	if _, err := dss.Update(ctx, ds, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+	slices.Sort(keep)
+	list, _ := json.Marshal(keep)
+	out, err := exec.CommandContext(ctx, gotools.Helm(t), "upgrade", release, filepath.Join(moduleRoot(t), "deploy/helm/drainwatch"),
+		"--reuse-values", "--set-json", "capabilities="+string(list),
+		"--kubeconfig", e.c.Kubeconfig, "--namespace", release).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm upgrade: %v\n%s", err, out)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := e.c.Client.CoreV1().Pods(release).List(ctx, metav1.ListOptions{})
 		return err == nil && !slices.ContainsFunc(list.Items, func(p corev1.Pod) bool { return p.UID == old }), nil
 	})
 	if err != nil {
-		t.Fatalf("the DaemonSet's first pod is not gone after the update: %v", err)
+		t.Fatalf("the DaemonSet's first pod is not gone after the upgrade: %v", err)
 	}
 }
 

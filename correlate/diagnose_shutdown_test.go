@@ -15,8 +15,8 @@ func TestNodeShutdownDiagnosis(t *testing.T) {
 		nodeFix = "raise the kubelet's shutdownGracePeriod so that its share for regular pods " +
 			"(shutdownGracePeriod − shutdownGracePeriodCriticalPods, or the pod's priority group in shutdownGracePeriodByPodPriority) is ≥ 30s; " +
 			"raising terminationGracePeriodSeconds changes nothing: the node's share caps it"
-		podFix = "raise terminationGracePeriodSeconds above preStop + the longest request, or bound requests below the remaining grace"
-		cutMsg = ": the node's graceful shutdown gave the pod 10s, less than its terminationGracePeriodSeconds of 30s"
+		podFix   = "raise terminationGracePeriodSeconds above preStop + the longest request, or bound requests below the remaining grace"
+		cutMsg   = ": the node's graceful shutdown gave the pod 10s, less than its terminationGracePeriodSeconds of 30s"
 		evictFix = "keep the node off its hard eviction thresholds (a hard threshold kills after 1s; " +
 			"set soft thresholds below them) and raise the kubelet's evictionMaxPodGracePeriod to ≥ 30s, " +
 			"which caps the grace of soft-threshold evictions; raising terminationGracePeriodSeconds changes nothing"

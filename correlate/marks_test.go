@@ -32,3 +32,25 @@ func TestMarks(t *testing.T) {
 		t.Error("no marks: want zero start and last")
 	}
 }
+
+// TestMarkTimesInMarkDefsOrder: Marks.times lists every mark, in MarkDefs
+// order, and Last, Start and Observed allocate nothing beyond their result.
+func TestMarkTimesInMarkDefsOrder(t *testing.T) {
+	var m Marks
+	for i, d := range MarkDefs {
+		*d.Of(&m) = ms(i + 1)
+	}
+	got := m.times()
+	if len(got) != len(MarkDefs) {
+		t.Fatalf("times lists %d marks, MarkDefs %d", len(got), len(MarkDefs))
+	}
+	for i, d := range MarkDefs {
+		if !got[i].Equal(ms(i + 1)) {
+			t.Errorf("times()[%d] = %v, want %s's %v", i, got[i], d.Name, ms(i+1))
+		}
+	}
+	tm := Termination{Marks: m}
+	if n := testing.AllocsPerRun(100, func() { _ = tm.Marks.Last(); _ = tm.Start(); _ = tm.Marks.First() }); n != 0 {
+		t.Errorf("Last, Start and First allocate %v times per call, want 0", n)
+	}
+}

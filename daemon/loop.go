@@ -220,9 +220,12 @@ func (d *Daemon) checkpoint(clean bool) error {
 	d.completed = nil
 	d.view.saved()
 	d.counters.pace.checkpointed(now, scopes)
+	if !d.counters.pace.pruneDue(now, clean) {
+		return nil
+	}
 	cutoff := now.Add(-d.cfg.KeepCompleted)
 	d.view.prune(cutoff)
-	_, err = d.store.Prune(cutoff, func(t correlate.Termination) time.Time { return t.Marks.Last() })
+	_, err = d.store.Prune(cutoff, correlate.Marks.Last)
 	return err
 }
 

@@ -40,6 +40,24 @@ type pace struct {
 	changed   bool      // some input or tick result since the last checkpoint
 	saved     time.Time // last checkpoint written
 	scopesKey string    // the watched scopes at that checkpoint
+	pruned    time.Time // last time the store was pruned
+}
+
+// pruneEvery paces the store's pruning. Pruning reads the last mark of
+// every stored termination (all of them, up to --keep-completed: a week by
+// default); doing it at every checkpoint (2 s) would make a node that has
+// seen many terminations read its whole store every 2 s. Retention in
+// minutes is precise enough.
+const pruneEvery = time.Minute
+
+// pruneDue says whether the store is to be pruned at a checkpoint at now,
+// and notes it if so; an orderly shutdown's checkpoint always prunes.
+func (p *pace) pruneDue(now time.Time, clean bool) bool {
+	if !clean && !p.pruned.IsZero() && now.Sub(p.pruned) < pruneEvery {
+		return false
+	}
+	p.pruned = now
+	return true
 }
 
 // input notes an API or kernel event.

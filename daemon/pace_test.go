@@ -57,3 +57,26 @@ func TestPaceSkipsUnchangedCheckpoints(t *testing.T) {
 		t.Error("a finished termination: a checkpoint is due")
 	}
 }
+
+// The store is pruned at the first checkpoint, then at most every
+// pruneEvery, and always at an orderly shutdown's.
+func TestPacePrunesOncePerInterval(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var p pace
+	for _, c := range []struct {
+		after time.Duration
+		clean bool
+		want  bool
+	}{
+		{0, false, true},
+		{2 * time.Second, false, false},
+		{pruneEvery - time.Second, false, false},
+		{pruneEvery, false, true},
+		{pruneEvery + 2*time.Second, true, true},
+		{pruneEvery + 4*time.Second, false, false},
+	} {
+		if got := p.pruneDue(t0.Add(c.after), c.clean); got != c.want {
+			t.Errorf("pruneDue(+%v, clean=%v) = %v, want %v", c.after, c.clean, got, c.want)
+		}
+	}
+}

@@ -216,7 +216,7 @@ func (s *Store) LoadCheckpoint() (cp Checkpoint, ok bool, err error) {
 // Completed returns the complete terminations stored, any order.
 func (s *Store) Completed() ([]correlate.Termination, error) {
 	var out []correlate.Termination
-	err := s.EachCompleted(func(t correlate.Termination) error {
+	err := s.EachCompleted(nil, func(t correlate.Termination) error {
 		out = append(out, t)
 		return nil
 	})
@@ -224,11 +224,15 @@ func (s *Store) Completed() ([]correlate.Termination, error) {
 }
 
 // EachCompleted calls fn with each complete termination stored, any order,
-// decoding one at a time (the API filters them without holding them all).
+// decoding one at a time (the API filters them without holding them all)
+// and none whose key (Termination.Key) skip, if not nil, says to skip.
 // It is safe while checkpoints are written.
-func (s *Store) EachCompleted(fn func(correlate.Termination) error) error {
+func (s *Store) EachCompleted(skip func(key []byte) bool, fn func(correlate.Termination) error) error {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketTerminations).ForEach(func(k, v []byte) error {
+			if skip != nil && skip(k) {
+				return nil
+			}
 			var t correlate.Termination
 			if err := json.Unmarshal(v, &t); err != nil {
 				return fmt.Errorf("decoding the termination of pod uid %s: %w", k, err)
@@ -259,14 +263,18 @@ func (s *Store) Termination(uid string) (t correlate.Termination, ok bool, err e
 }
 
 // Prune deletes complete terminations whose last mark is before cutoff.
-func (s *Store) Prune(cutoff time.Time, lastMark func(correlate.Termination) time.Time) (int, error) {
+func (s *Store) Prune(cutoff time.Time, lastMark func(correlate.Marks) time.Time) (int, error) {
 	n := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketTerminations)
 		var stale [][]byte
 		err := b.ForEach(func(k, v []byte) error {
-			var t correlate.Termination
-			if json.Unmarshal(v, &t) != nil || lastMark(t).Before(cutoff) {
+			// Only the marks are decoded: the rest of a termination
+			// (its connections, sources, diagnoses) is not needed here.
+			var t struct {
+				Marks correlate.Marks `json:"marks"`
+			}
+			if json.Unmarshal(v, &t) != nil || lastMark(t.Marks).Before(cutoff) {
 				stale = append(stale, append([]byte(nil), k...))
 			}
 			return nil

@@ -40,7 +40,7 @@ func TestStoreRoundTrip(t *testing.T) {
 		!cmp.Equal(got.Scopes, cp.Scopes) {
 		t.Fatalf("checkpoint after reopen = %+v, want %+v", got, cp)
 	}
-	n, err := s.Prune(at.Add(-24*time.Hour), func(t correlate.Termination) time.Time { return t.Marks.PodGone })
+	n, err := s.Prune(at.Add(-24*time.Hour), func(m correlate.Marks) time.Time { return m.PodGone })
 	must(t, err)
 	ts, err := s.Completed()
 	must(t, err)

@@ -16,7 +16,7 @@ import (
 // terminations no longer held in memory.
 type completedReader interface {
 	Termination(uid string) (correlate.Termination, bool, error)
-	EachCompleted(fn func(correlate.Termination) error) error
+	EachCompleted(skip func(key []byte) bool, fn func(correlate.Termination) error) error
 }
 
 // terminationView is the exporter's thread-safe read side: the correlator
@@ -145,7 +145,9 @@ func (v *terminationView) Matching(f exporter.Filter) []correlate.Termination {
 	if older == nil {
 		return out
 	}
-	err := older.EachCompleted(func(t correlate.Termination) error {
+	// What the view holds is not decoded again from the store.
+	held := func(key []byte) bool { return seen[string(key)] }
+	err := older.EachCompleted(held, func(t correlate.Termination) error {
 		if !seen[t.Key()] && f.Match(t) {
 			out = append(out, t)
 		}

@@ -1,6 +1,8 @@
 package exporter
 
 import (
+	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -103,11 +105,33 @@ func (s *Server) listTerminations(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	list := TerminationList{Terminations: []TerminationView{}}
-	for _, t := range Select(s.source, f) {
-		list.Terminations = append(list.Terminations, NewTerminationView(t))
+	s.writeList(w, Select(s.source, f))
+}
+
+// writeList writes a TerminationList one termination at a time, each on a
+// line of its own: json.Encoder builds a whole value in memory (twice when
+// indenting) before writing it, and a node's list can be megabytes.
+func (s *Server) writeList(w http.ResponseWriter, ts []correlate.Termination) {
+	w.Header().Set("Content-Type", "application/json")
+	bw := bufio.NewWriterSize(w, 32<<10)
+	enc := json.NewEncoder(bw)
+	err := writeString(bw, `{"terminations": [`)
+	for i, t := range ts {
+		sep := ","
+		if i == 0 {
+			sep = "\n"
+		}
+		err = cmp.Or(err, writeString(bw, sep), enc.Encode(NewTerminationView(t)))
 	}
-	s.writeJSON(w, list)
+	err = cmp.Or(err, writeString(bw, "]}\n"), bw.Flush())
+	if err != nil {
+		s.log.Debug().Err(err).Msg("writing API response")
+	}
+}
+
+func writeString(w *bufio.Writer, s string) error {
+	_, err := w.WriteString(s)
+	return err
 }
 
 func (s *Server) getTermination(w http.ResponseWriter, r *http.Request) {

@@ -89,6 +89,9 @@ type Config struct {
 	// view; CheckpointEvery the store's checkpoints.
 	TickEvery, CheckpointEvery time.Duration
 	KeepCompleted              time.Duration
+	// SeriesTTL is how long a revision's series outlive its last
+	// termination (0: exporter.DefaultSeriesTTL).
+	SeriesTTL time.Duration
 	// CompletedInMemory bounds the complete terminations held in memory
 	// for the API (0: DefaultCompletedInMemory); the API reads the others,
 	// up to KeepCompleted old, from the store.

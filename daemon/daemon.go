@@ -64,7 +64,7 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d := &Daemon{
 		cfg: cfg, log: cfg.Log, corr: correlate.New(cfg.Correlate), view: newTerminationView(cfg.CompletedInMemory, cfg.Log),
-		metrics: exporter.NewMetrics(exporter.Options{Now: cfg.Now}), api: make(chan apiEvent, apiBuffer),
+		metrics: exporter.NewMetrics(exporter.Options{Now: cfg.Now, SeriesTTL: cfg.SeriesTTL}), api: make(chan apiEvent, apiBuffer),
 	}
 	d.state = newStateMetrics(d.metrics.Registry())
 	return d, nil

@@ -167,3 +167,24 @@ func TestEventsForNewDiagnoses(t *testing.T) {
 		t.Errorf("events:\n%q\nwant:\n%q", got, want)
 	}
 }
+
+// The reported keys are bounded: two generations of maxReported, a key
+// remembered while it is in either, forgotten after two rotations.
+func TestReportedKeysBounded(t *testing.T) {
+	r := &EventReporter{reported: map[string]bool{}}
+	key := func(i int) string { return fmt.Sprintf("uid-%d", i) }
+	for i := range 2*maxReported + 1 {
+		if !r.firstReport(key(i)) {
+			t.Fatalf("key %d reported before", i)
+		}
+	}
+	if n := len(r.reported) + len(r.reportedBefore); n > 2*maxReported {
+		t.Errorf("%d keys held, want at most %d", n, 2*maxReported)
+	}
+	if r.firstReport(key(2*maxReported)) || r.firstReport(key(maxReported)) {
+		t.Error("a key of the last two generations was reported again")
+	}
+	if !r.firstReport(key(0)) {
+		t.Error("the oldest key is still held after two rotations")
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/daemon"
+	"github.com/drainwatch/drainwatch/exporter"
 )
 
 // runFlags are `drainwatch run`'s settings; each flag defaults to an
@@ -30,7 +31,7 @@ type runFlags struct {
 	kubeletComms                                       string
 	http2Tracking, auth, tlsCert, tlsKey               string
 	ringBufferSize, pprofAddr, completedInMemory       string
-	keepCompleted                                      string
+	keepCompleted, seriesTTL                           string
 	noEvents, unpinOnExit, tlsSelfSigned, allNodes     bool
 }
 
@@ -60,6 +61,8 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 		"how many complete terminations the API serves from memory; older ones (up to 7 days) are read from the state store, so memory stays flat however many pods terminate (env DRAINWATCH_COMPLETED_IN_MEMORY)")
 	fs.StringVar(&f.keepCompleted, "keep-completed", envOr("DRAINWATCH_KEEP_COMPLETED", daemon.DefaultKeepCompleted.String()),
 		"how long complete terminations are kept (API, UI, timeline) in the state store after their last mark; the store's size follows from it, a few KiB per termination (env DRAINWATCH_KEEP_COMPLETED)")
+	fs.StringVar(&f.seriesTTL, "series-ttl", envOr("DRAINWATCH_SERIES_TTL", exporter.DefaultSeriesTTL.String()),
+		"how long a revision's series (refused, killed, ... by namespace, workload and revision) stay in /metrics after its last termination; the series held, and the pod UIDs counted into them, follow from it (env DRAINWATCH_SERIES_TTL)")
 	fs.BoolVar(&f.allNodes, "watch-all-nodes", os.Getenv("DRAINWATCH_WATCH_ALL_NODES") == "true", "watch every Node (not only this one) so that the routing sources of a termination on other nodes, their kube-proxy and their pods, are named after their node instead of by address; a cluster-wide watch whose Node updates reach every daemon (env DRAINWATCH_WATCH_ALL_NODES=true)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -138,6 +141,11 @@ func runCmd(args []string) int {
 		fmt.Fprintf(os.Stderr, "drainwatch run: --keep-completed %q: want a duration of at least 1m (e.g. 24h, 168h)\n", f.keepCompleted)
 		return 2
 	}
+	ttl, err := time.ParseDuration(f.seriesTTL)
+	if err != nil || ttl < time.Minute {
+		fmt.Fprintf(os.Stderr, "drainwatch run: --series-ttl %q: want a duration of at least 1m (e.g. 1h): alerts must see a series' increase before it goes\n", f.seriesTTL)
+		return 2
+	}
 	d, err := daemon.New(daemon.Config{
 		NodeName: f.nodeName, Kubeconfig: f.kubeconfig, ListenAddr: f.listen,
 		StateDir: f.stateDir, CgroupRoot: f.cgroupRoot, Log: log, NoEvents: f.noEvents,
@@ -145,7 +153,7 @@ func runCmd(args []string) int {
 		Auth: f.auth, TLSCertFile: f.tlsCert, TLSKeyFile: f.tlsKey, TLSSelfSigned: f.tlsSelfSigned,
 		Correlate:     correlate.Config{ProbeComms: splitList(f.kubeletComms)},
 		HTTP2Tracking: f.http2Tracking, RingBufferSize: ringBytes, CompletedInMemory: inMemory,
-		WatchAllNodes: f.allNodes, KeepCompleted: keep,
+		WatchAllNodes: f.allNodes, KeepCompleted: keep, SeriesTTL: ttl,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("invalid configuration")

@@ -13,6 +13,7 @@ func TestParseRunFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("DRAINWATCH_HTTP2_TRACKING", "always")
 	t.Setenv("DRAINWATCH_TLS_CERT_FILE", "/tls/tls.crt")
 	t.Setenv("DRAINWATCH_KEEP_COMPLETED", "24h")
+	t.Setenv("DRAINWATCH_SERIES_TTL", "2h")
 	f, err := parseRunFlags([]string{"--log-level", "debug"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -20,7 +21,7 @@ func TestParseRunFlagsFromEnvironment(t *testing.T) {
 	want := runFlags{nodeName: "node-7", stateDir: "/var/lib/dw", listen: "", cgroupRoot: "",
 		logLevel: "debug", logFormat: "json", kubeconfig: f.kubeconfig, pinPath: "/sys/fs/bpf/drainwatch", kubeletComms: "kubelet",
 		http2Tracking: "always", auth: "none", tlsCert: "/tls/tls.crt", ringBufferSize: "2Mi", completedInMemory: "256",
-		keepCompleted: "24h"}
+		keepCompleted: "24h", seriesTTL: "2h"}
 	if f != want {
 		t.Fatalf("flags = %+v, want %+v", f, want)
 	}
@@ -65,6 +66,9 @@ func TestRunRejectsBadInput(t *testing.T) {
 	for _, d := range []string{"10s", "0", "week", "-24h"} {
 		if code := runCmd([]string{"--node-name", "n", "--state-dir", t.TempDir(), "--keep-completed", d}); code != 2 {
 			t.Errorf("run --keep-completed %s exited %d, want 2", d, code)
+		}
+		if code := runCmd([]string{"--node-name", "n", "--state-dir", t.TempDir(), "--series-ttl", d}); code != 2 {
+			t.Errorf("run --series-ttl %s exited %d, want 2", d, code)
 		}
 	}
 }

@@ -61,7 +61,7 @@ func TestFullValuesRendering(t *testing.T) {
 		t.Errorf("image %v, want %v", got, want)
 	}
 	wantArgs := []any{"run", "--node-name=$(NODE_NAME)", "--listen=:9191", "--state-dir=/var/lib/dw",
-		"--pin-path=/sys/fs/bpf/dw", "--unpin-on-exit", "--log-level=debug", "--no-events", "--kubelet-comm=k3s-server,k3s-agent", "--keep-completed=24h", "--watch-all-nodes",
+		"--pin-path=/sys/fs/bpf/dw", "--unpin-on-exit", "--log-level=debug", "--no-events", "--kubelet-comm=k3s-server,k3s-agent", "--keep-completed=24h", "--series-ttl=2h", "--watch-all-nodes",
 		"--auth=kubernetes", "--tls-cert-file=/etc/drainwatch/tls/tls.crt", "--tls-key-file=/etc/drainwatch/tls/tls.key"}
 	if diff := cmp.Diff(wantArgs, c["args"]); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
@@ -69,6 +69,10 @@ func TestFullValuesRendering(t *testing.T) {
 	if got := c["securityContext"].(map[string]any)["appArmorProfile"]; !cmp.Equal(got, map[string]any{
 		"type": "Localhost", "localhostProfile": "drainwatch"}) {
 		t.Errorf("appArmorProfile %v", got)
+	}
+	if got := c["securityContext"].(map[string]any)["capabilities"]; !cmp.Equal(got, map[string]any{
+		"drop": []any{"ALL"}, "add": []any{"BPF", "PERFMON", "SYS_PTRACE"}}) {
+		t.Errorf("capabilities %v, want the values' (without SYS_RESOURCE)", got)
 	}
 	if pod["priorityClassName"] != "system-cluster-critical" || pod["serviceAccountName"] != "drainwatch-agent" {
 		t.Errorf("priorityClassName %v serviceAccountName %v", pod["priorityClassName"], pod["serviceAccountName"])

@@ -33,11 +33,15 @@ type Config struct {
 	// the run reaches the state store's steady state (production keeps 7
 	// days, and its store grows for 7 days before it is flat).
 	KeepCompleted time.Duration
-	Duration      time.Duration // rollouts start until then; 1 h by default
-	Pods          int           // replicas of the Deployment; 50 by default
-	Every         time.Duration // one rollout per Every; 1 min by default
-	Progress      *lab.Progress
-	Log           zerolog.Logger // testenv's own logs (warnings)
+	// SeriesTTL is the daemon's --series-ttl, for the same reason: the
+	// series of every revision, and the pod UIDs counted into them, are
+	// held for it (production: 1 h).
+	SeriesTTL time.Duration
+	Duration  time.Duration // rollouts start until then; 1 h by default
+	Pods      int           // replicas of the Deployment; 50 by default
+	Every     time.Duration // one rollout per Every; 1 min by default
+	Progress  *lab.Progress
+	Log       zerolog.Logger // testenv's own logs (warnings)
 }
 
 func (c *Config) defaults() {
@@ -49,6 +53,12 @@ func (c *Config) defaults() {
 	}
 	if c.Every <= 0 {
 		c.Every = time.Minute
+	}
+	if c.KeepCompleted <= 0 {
+		c.KeepCompleted = 10 * time.Minute
+	}
+	if c.SeriesTTL <= 0 {
+		c.SeriesTTL = 10 * time.Minute
 	}
 	if c.Progress == nil {
 		c.Progress = lab.NewProgress(nil)
@@ -123,7 +133,8 @@ func (s *soak) start(ctx context.Context) error {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
 	s.daemon, err = lab.StartDaemon(ctx, lab.DaemonSpec{Bin: s.cfg.Drainwatch, Node: name,
-		Kubeconfig: c.Kubeconfig, CgroupRoot: root, Dir: dir, Args: []string{"--keep-completed=" + s.cfg.KeepCompleted.String()}})
+		Kubeconfig: c.Kubeconfig, CgroupRoot: root, Dir: dir, Args: []string{
+			"--keep-completed=" + s.cfg.KeepCompleted.String(), "--series-ttl=" + s.cfg.SeriesTTL.String()}})
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,7 @@ func run() int {
 	flag.StringVar(&cfg.Out, "out", filepath.Join("results", "soak-"+time.Now().Format("20060102-150405")), "results directory")
 	flag.StringVar(&cfg.Drainwatch, "drainwatch", "bin/drainwatch", "the drainwatch binary (make build)")
 	flag.DurationVar(&cfg.KeepCompleted, "keep-completed", 10*time.Minute, "the daemon's --keep-completed: the state store and the memory reach their steady state after it (production: 168h)")
+	flag.DurationVar(&cfg.SeriesTTL, "series-ttl", 10*time.Minute, "the daemon's --series-ttl: the revisions' series, and the UIDs counted into them, are flat after it (production: 1h)")
 	flag.Parse()
 	if abs, err := filepath.Abs(cfg.Out); err == nil {
 		cfg.Out = abs

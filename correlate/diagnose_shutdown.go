@@ -45,18 +45,17 @@ func nodeFix(t Termination, d *Diagnosis) *Diagnosis {
 		return d
 	}
 	grace := FormatSeconds(t.GracePeriod)
-	if t.Cause == CauseNodePressure {
-		d.Message += fmt.Sprintf(": the kubelet's node-pressure eviction gave the pod %s, less than its terminationGracePeriodSeconds of %s",
-			FormatSeconds(cut), grace)
-		d.Fix = fmt.Sprintf("keep the node off its hard eviction thresholds (a hard threshold kills after 1s; "+
-			"set soft thresholds below them) and raise the kubelet's evictionMaxPodGracePeriod to ≥ %s, "+
-			"which caps the grace of soft-threshold evictions; raising terminationGracePeriodSeconds changes nothing", grace)
-		return d
-	}
-	d.Message += fmt.Sprintf(": the node's graceful shutdown gave the pod %s, less than its terminationGracePeriodSeconds of %s",
-		FormatSeconds(cut), grace)
-	d.Fix = fmt.Sprintf("raise the kubelet's shutdownGracePeriod so that its share for regular pods "+
+	by := "the node's graceful shutdown"
+	fix := fmt.Sprintf("raise the kubelet's shutdownGracePeriod so that its share for regular pods "+
 		"(shutdownGracePeriod − shutdownGracePeriodCriticalPods, or the pod's priority group in shutdownGracePeriodByPodPriority) is ≥ %s; "+
 		"raising terminationGracePeriodSeconds changes nothing: the node's share caps it", grace)
+	if t.Cause == CauseNodePressure {
+		by = "the kubelet's node-pressure eviction"
+		fix = fmt.Sprintf("keep the node off its hard eviction thresholds (a hard threshold kills after 1s; "+
+			"set soft thresholds below them) and raise the kubelet's evictionMaxPodGracePeriod to ≥ %s, "+
+			"which caps the grace of soft-threshold evictions; raising terminationGracePeriodSeconds changes nothing", grace)
+	}
+	d.Message += fmt.Sprintf(": %s gave the pod %s, less than its terminationGracePeriodSeconds of %s", by, FormatSeconds(cut), grace)
+	d.Fix = fix
 	return d
 }

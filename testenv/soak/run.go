@@ -31,9 +31,13 @@ func (s *soak) run(ctx context.Context) error {
 	return nil
 }
 
-// settleFor bounds the wait for the goroutines a round leaves behind
-// (the Events of its terminations, posted at client-go's 5 QPS).
-const settleFor = 30 * time.Second
+// settleFor bounds the wait for the goroutines a round leaves behind: the
+// Events of its terminations, posted at client-go's 5 QPS, and each
+// deleted pod's Event watch, held for its grace period (30 s here) + 30 s
+// after its deletion (collector/kube's linger), so up to a minute after a
+// round whose last pod was deleted just before it ended. 30 s was too
+// short: a round-44 sample of an hour's run still had 21 of those.
+const settleFor = 75 * time.Second
 
 func (s *soak) sample(start time.Time) {
 	s.settle()

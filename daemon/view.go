@@ -145,10 +145,11 @@ func (v *terminationView) Matching(f exporter.Filter) []correlate.Termination {
 	if older == nil {
 		return out
 	}
-	// What the view holds is not decoded again from the store.
+	// What the view holds is skipped by its key (the store's keys are
+	// Termination.Key), before it is decoded.
 	held := func(key []byte) bool { return seen[string(key)] }
 	err := older.EachCompleted(held, func(t correlate.Termination) error {
-		if !seen[t.Key()] && f.Match(t) {
+		if f.Match(t) {
 			out = append(out, t)
 		}
 		return nil

@@ -22,7 +22,7 @@ func (s *soak) write() error {
 	if err := writeCSV(filepath.Join(s.cfg.Out, "rounds.csv"), roundRows(r.Rounds)); err != nil {
 		return err
 	}
-	text := Plot(r.Samples) + "\nbounds: " + Bounds(s.cfg.Pods) + "\n" + Verdict(r)
+	text := Plot(r.Samples, s.cfg.Pods) + "\nbounds: " + Bounds(s.cfg.Pods) + "\n" + Verdict(r)
 	if err := os.WriteFile(filepath.Join(s.cfg.Out, "plot.txt"), []byte(text), 0o644); err != nil {
 		return fmt.Errorf("writing plot.txt: %w", err)
 	}
@@ -58,17 +58,27 @@ func mapNames(samples []Sample) []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
+// rssKinds are the kinds of mapping RSSBy splits VmRSS into, in CSV order.
+var rssKinds = []string{rssBinary, rssAnon, rssBPF, rssBolt, rssOther}
+
 // series are the sampled columns, by name, in CSV order.
 func series(samples []Sample) ([]string, [][]float64) {
-	names := []string{"elapsed_s", "terminations", "rss_kib", "goroutines", "open_fds", "bbolt_bytes"}
+	names := []string{"elapsed_s", "terminations", "rss_kib"}
+	for _, k := range rssKinds {
+		names = append(names, "rss_"+k+"_kib")
+	}
+	names = append(names, "heap_alloc_bytes", "heap_inuse_bytes", "goroutines", "open_fds", "bbolt_bytes")
 	mapCols := mapNames(samples)
 	for _, m := range mapCols {
 		names = append(names, "map_"+m)
 	}
 	cols := make([][]float64, len(names))
 	for _, s := range samples {
-		row := []float64{s.Elapsed.Seconds(), float64(s.Terminations), float64(s.RSSKiB), float64(s.Goroutines),
-			float64(s.OpenFDs), float64(s.BoltBytes)}
+		row := []float64{s.Elapsed.Seconds(), float64(s.Terminations), float64(s.RSSKiB)}
+		for _, k := range rssKinds {
+			row = append(row, float64(s.RSSBy[k]))
+		}
+		row = append(row, float64(s.HeapAlloc), float64(s.HeapInuse), float64(s.Goroutines), float64(s.OpenFDs), float64(s.BoltBytes))
 		for _, m := range mapCols {
 			row = append(row, float64(s.Maps[m]))
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -28,7 +29,16 @@ type Sample struct {
 	OpenFDs      int // entries of /proc/PID/fd
 	BoltBytes    int64
 	Maps         map[string]int // entries of each pinned hash map
-	Err          string         // what could not be read
+	// RSSBy is VmRSS split by what is mapped (/proc/PID/smaps): the
+	// binary's pages, anonymous memory (the Go heap, stacks, the
+	// runtime's own), BPF maps mmapped (the ring buffer), the bbolt file
+	// and everything else. Which of them grows is what says why RSS does.
+	RSSBy map[string]int
+	// HeapAlloc and HeapInuse are the Go heap (go_memstats_alloc_bytes,
+	// go_memstats_heap_inuse_bytes on its /metrics): live objects plus
+	// garbage not yet collected, and the spans holding them.
+	HeapAlloc, HeapInuse int64
+	Err                  string // what could not be read
 }
 
 func (s Sample) String() string {
@@ -54,7 +64,11 @@ func takeSample(d *lab.Daemon, stateDir, pinDir string) Sample {
 	note(err)
 	s.OpenFDs, err = openFDs(d.PID())
 	note(err)
-	s.Goroutines, err = goroutines(d.URL)
+	s.RSSBy, err = rssByMapping(d.PID(), stateDir)
+	note(err)
+	rt, err := scrape(d.URL, "go_goroutines", "go_memstats_alloc_bytes", "go_memstats_heap_inuse_bytes")
+	s.Goroutines = int(rt["go_goroutines"])
+	s.HeapAlloc, s.HeapInuse = int64(rt["go_memstats_alloc_bytes"]), int64(rt["go_memstats_heap_inuse_bytes"])
 	note(err)
 	if fi, err := os.Stat(filepath.Join(stateDir, storeFile)); err == nil {
 		s.BoltBytes = fi.Size()
@@ -76,25 +90,110 @@ func openFDs(pid int) (int, error) {
 
 // goroutines reads go_goroutines from the daemon's /metrics.
 func goroutines(url string) (int, error) {
+	v, err := scrape(url, "go_goroutines")
+	return int(v["go_goroutines"]), err
+}
+
+// scrape reads the named unlabelled samples from the daemon's /metrics;
+// a name it does not find is an error.
+func scrape(url string, names ...string) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("GET /metrics: %w", err)
+		return nil, fmt.Errorf("GET /metrics: %w", err)
 	}
 	defer resp.Body.Close()
+	out := make(map[string]float64, len(names))
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			v, err := strconv.ParseFloat(rest, 64)
-			return int(v), err
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok || !slices.Contains(names, name) {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return out, fmt.Errorf("/metrics %s: %w", name, err)
+		}
+		out[name] = v
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("reading /metrics: %w", err)
+	}
+	for _, n := range names {
+		if _, ok := out[n]; !ok {
+			return out, fmt.Errorf("no %s in /metrics", n)
 		}
 	}
-	return 0, fmt.Errorf("no go_goroutines in /metrics")
+	return out, nil
+}
+
+// The kinds of mapping RSSBy tells apart.
+const (
+	rssBinary = "binary" // the executable's text, data and bss
+	rssAnon   = "anon"   // anonymous: the Go heap, stacks, the runtime's
+	rssBPF    = "bpf"    // BPF maps mmapped: the ring buffer
+	rssBolt   = "bbolt"  // the state file, mmapped by bbolt
+	rssOther  = "other"  // libraries, [stack], [vdso] and the like
+)
+
+// rssByMapping sums the Rss of each mapping in /proc/PID/smaps by kind.
+func rssByMapping(pid int, stateDir string) (map[string]int, error) {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return nil, fmt.Errorf("the daemon's executable: %w", err)
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return nil, fmt.Errorf("the daemon's mappings: %w", err)
+	}
+	defer f.Close()
+	return parseSmaps(f, exe, filepath.Join(stateDir, storeFile))
+}
+
+// parseSmaps sums smaps' "Rss:" lines (KiB) by the kind of the mapping
+// they follow; exe and bolt are the paths of the executable and the
+// state file.
+func parseSmaps(r io.Reader, exe, bolt string) (map[string]int, error) {
+	out := map[string]int{rssBinary: 0, rssAnon: 0, rssBPF: 0, rssBolt: 0, rssOther: 0}
+	kind := rssOther
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		if fields[0] == "Rss:" && len(fields) >= 2 {
+			n, err := strconv.Atoi(fields[1])
+			if err != nil {
+				return out, fmt.Errorf("smaps: %q: %w", sc.Text(), err)
+			}
+			out[kind] += n
+			continue
+		}
+		// A mapping's header: "start-end perms offset dev inode [path]".
+		if len(fields) < 5 || !strings.Contains(fields[0], "-") || strings.HasSuffix(fields[0], ":") {
+			continue
+		}
+		path := strings.Join(fields[5:], " ")
+		switch {
+		case path == exe:
+			kind = rssBinary
+		case path == "" || path == "[heap]":
+			kind = rssAnon
+		case strings.HasPrefix(path, "anon_inode:bpf"):
+			kind = rssBPF
+		case path == bolt:
+			kind = rssBolt
+		default:
+			kind = rssOther
+		}
+	}
+	return out, sc.Err()
 }
 
 // hashTypes are the map types whose occupancy varies; arrays and the ring

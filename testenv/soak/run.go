@@ -40,8 +40,15 @@ func (s *soak) run(ctx context.Context) error {
 const settleFor = 75 * time.Second
 
 func (s *soak) sample(start time.Time) {
-	s.settle()
+	settled, ok := s.settle()
 	sm := takeSample(s.daemon, s.state, s.pinDir)
+	if ok {
+		// The count settle saw within the bound, not the one read a moment
+		// later: a round's last Event posts and watches come and go
+		// between the two (a sample read 79 against a bound of 78 after
+		// settle had seen 78).
+		sm.Goroutines = settled
+	}
 	sm.Elapsed, sm.Terminations = time.Since(start), s.terminations
 	s.report.Samples = append(s.report.Samples, sm)
 	s.cfg.Progress.Step("sample: %s", sm)
@@ -60,15 +67,18 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 }
 
 // settle waits, up to settleFor, until the daemon's goroutines are back
-// within their bound over the first sample; a leak does not settle.
-func (s *soak) settle() {
+// within their bound over the first sample, and returns that count; ok is
+// false when they never were (a leak does not settle: the sample then
+// reads its own count, over the bound) or before the first sample.
+func (s *soak) settle() (n int, ok bool) {
 	if len(s.report.Samples) == 0 {
-		return
+		return 0, false
 	}
 	limit := s.report.Samples[0].Goroutines + goroutineSlack
 	for deadline := time.Now().Add(settleFor); time.Now().Before(deadline); time.Sleep(time.Second) {
-		if n, err := goroutines(s.daemon.URL); err != nil || n <= limit {
-			return
+		if n, err := goroutines(s.daemon.URL); err == nil && n <= limit {
+			return n, true
 		}
 	}
+	return 0, false
 }

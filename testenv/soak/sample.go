@@ -42,8 +42,16 @@ type Sample struct {
 }
 
 func (s Sample) String() string {
-	return fmt.Sprintf("t=%v terminations=%d rss=%d KiB goroutines=%d fds=%d bbolt=%d B maps=%v%s",
-		s.Elapsed.Round(time.Second), s.Terminations, s.RSSKiB, s.Goroutines, s.OpenFDs, s.BoltBytes, s.Maps, s.Err)
+	return fmt.Sprintf("t=%v terminations=%d rss=%d KiB (%s) heap=%d KiB goroutines=%d fds=%d bbolt=%d B maps=%v%s",
+		s.Elapsed.Round(time.Second), s.Terminations, s.RSSKiB, rssByString(s.RSSBy), s.HeapAlloc>>10, s.Goroutines, s.OpenFDs, s.BoltBytes, s.Maps, s.Err)
+}
+
+func rssByString(by map[string]int) string {
+	parts := make([]string, 0, len(by))
+	for _, k := range rssKinds {
+		parts = append(parts, fmt.Sprintf("%s %d", k, by[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // storeFile is the daemon's bbolt file in its state directory

@@ -87,11 +87,11 @@ func checkLag(t *testing.T, reqs []client.Request, conns []Conn, gone string, re
 		}
 		delete(byClient, q.Local)
 		if want := clientSaw(c); q.Outcome != want {
-			t.Errorf("router %s (backend reset %v, silent %v) but client %s for %s, want %s", c.Outcome, c.BackendReset, c.BackendSilent, q.Outcome, q.Local, want)
+			t.Errorf("router %s %q (backend reset %v, silent %v) but client %s for %s, want %s", c.Outcome, c.Err, c.BackendReset, c.BackendSilent, q.Outcome, q.Local, want)
 		}
 	}
 	for _, c := range byClient {
-		if c.Outcome != Refused {
+		if clientSaw(c) != client.Reset {
 			t.Errorf("router %s for %s, which no client request matches", c.Outcome, c.Client)
 		}
 	}
@@ -102,13 +102,16 @@ func checkLag(t *testing.T, reqs []client.Request, conns []Conn, gone string, re
 }
 
 // clientSaw is what the client of a router connection sees: a reset when
-// the backend refused, or when it reset a proxied connection (the removed
-// backend's listener closes with connections still in its accept queue:
-// under load some are there); EOF when the backend closed a proxied one
-// without a byte; else the response.
+// the backend refused, when the dial failed otherwise (the router resets
+// the client on every dial failure: a handshake the removed backend's
+// closing listener resets before the router's connect returns fails with
+// ECONNRESET, seen once on a loaded machine), or when it reset a proxied
+// connection (the removed backend's listener closes with connections still
+// in its accept queue: under load some are there); EOF when the backend
+// closed a proxied one without a byte; else the response.
 func clientSaw(c Conn) client.Outcome {
 	switch {
-	case c.Outcome == Refused || (c.Outcome == Proxied && c.BackendReset):
+	case c.Outcome == Refused || c.Outcome == DialError || (c.Outcome == Proxied && c.BackendReset):
 		return client.Reset
 	case c.Outcome == Proxied && c.BackendSilent:
 		return client.EOF
@@ -122,19 +125,20 @@ func clientSaw(c Conn) client.Outcome {
 func reportLag(t *testing.T, reqs []client.Request, conns []Conn, gone string, removal Change) {
 	t.Helper()
 	sum := client.Summarize(reqs)
-	refused, backendReset, silent, during := 0, 0, 0, 0
+	refused, dialErrors, backendReset, silent, during := 0, 0, 0, 0, 0
 	for _, c := range conns {
 		refused += b2i(c.Outcome == Refused)
+		dialErrors += b2i(c.Outcome == DialError)
 		backendReset += b2i(c.Outcome == Proxied && c.BackendReset)
 		silent += b2i(c.Outcome == Proxied && c.BackendSilent)
 		during += b2i(c.Backend == gone && c.Accepted.After(removal.Seen))
 	}
-	t.Logf("removal seen→applied %v; to the removed backend meanwhile: %d; client %v; router refused=%d, proxied then reset=%d, proxied then closed=%d",
-		removal.Applied.Sub(removal.Seen), during, sum, refused, backendReset, silent)
-	if sum[client.OK]+sum[client.Reset]+sum[client.EOF] != len(reqs) || sum[client.Reset] != refused+backendReset ||
+	t.Logf("removal seen→applied %v; to the removed backend meanwhile: %d; client %v; router refused=%d, dial errors=%d, proxied then reset=%d, proxied then closed=%d",
+		removal.Applied.Sub(removal.Seen), during, sum, refused, dialErrors, backendReset, silent)
+	if sum[client.OK]+sum[client.Reset]+sum[client.EOF] != len(reqs) || sum[client.Reset] != refused+dialErrors+backendReset ||
 		sum[client.EOF] != silent || during == 0 {
-		t.Errorf("client %v, router refused=%d proxied then reset=%d proxied then closed=%d, to the removed backend during the delay %d",
-			sum, refused, backendReset, silent, during)
+		t.Errorf("client %v, router refused=%d dial errors=%d proxied then reset=%d proxied then closed=%d, to the removed backend during the delay %d",
+			sum, refused, dialErrors, backendReset, silent, during)
 	}
 }
 

@@ -70,7 +70,7 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // within their bound over the first sample, and returns that count; ok is
 // false when they never were (a leak does not settle: the sample then
 // reads its own count, over the bound) or before the first sample.
-func (s *soak) settle() (n int, ok bool) {
+func (s *soak) settle() (int, bool) {
 	if len(s.report.Samples) == 0 {
 		return 0, false
 	}

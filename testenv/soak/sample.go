@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/drainwatch/drainwatch/testenv/bench"
 	"github.com/drainwatch/drainwatch/testenv/lab"
@@ -102,8 +104,9 @@ func goroutines(url string) (int, error) {
 	return int(v["go_goroutines"]), err
 }
 
-// scrape reads the named unlabelled samples from the daemon's /metrics;
-// a name it does not find is an error.
+// scrape reads the named unlabelled gauges and counters from the daemon's
+// /metrics (parsed as testenv/kubeproxy parses kube-proxy's); a name it
+// does not find is an error.
 func scrape(url string, names ...string) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -116,26 +119,19 @@ func scrape(url string, names ...string) (map[string]float64, error) {
 		return nil, fmt.Errorf("GET /metrics: %w", err)
 	}
 	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parsing /metrics: %w", err)
+	}
 	out := make(map[string]float64, len(names))
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok || !slices.Contains(names, name) {
-			continue
-		}
-		v, err := strconv.ParseFloat(value, 64)
-		if err != nil {
-			return out, fmt.Errorf("/metrics %s: %w", name, err)
-		}
-		out[name] = v
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("reading /metrics: %w", err)
-	}
 	for _, n := range names {
-		if _, ok := out[n]; !ok {
-			return out, fmt.Errorf("no %s in /metrics", n)
+		f := fams[n]
+		if len(f.GetMetric()) != 1 {
+			return out, fmt.Errorf("/metrics has %d series of %s, want 1", len(f.GetMetric()), n)
 		}
+		m := f.GetMetric()[0]
+		out[n] = m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
 	}
 	return out, nil
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/rs/zerolog"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -66,15 +65,10 @@ func startRealNode(t *testing.T, prefix string, images ...realnode.Image) *realN
 	return &realNodeEnv{c: c, node: n, ds: []*nodeDaemon{startDaemon(t, c.RestConfig, n.Name, t.TempDir())}}
 }
 
-// onRealNode pins a Deployment's pods to the real node. Its images are
-// imported, there is no registry: imagePullPolicy Never (an untagged image
-// would otherwise be pulled from docker.io).
+// onRealNode pins a Deployment's pods to the real node (realnode.Pin:
+// its hostname, the toleration of its taint, imagePullPolicy Never).
 func (e *realNodeEnv) onRealNode(dep *appsv1.Deployment) {
-	spec := &dep.Spec.Template.Spec
-	spec.NodeSelector = map[string]string{"kubernetes.io/hostname": e.node.Name}
-	for i := range spec.Containers {
-		spec.Containers[i].ImagePullPolicy = corev1.PullNever
-	}
+	realnode.Pin(&dep.Spec.Template.Spec, e.node.Name)
 }
 
 // keepNodeLogs copies the real node's kubelet and containerd logs out of

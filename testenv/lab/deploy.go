@@ -25,7 +25,7 @@ func (l *Lab) deploy(ctx context.Context, dep *appsv1.Deployment) ([]corev1.Pod,
 	if err := l.Cluster.Apply(ctx, cluster.Namespace(ns), dep, cluster.ServiceFor(ns, dep.Name)); err != nil {
 		return nil, err
 	}
-	if _, err := l.Cluster.WaitRolledOut(ctx, ns, dep.Name); err != nil {
+	if _, err := l.waitRolledOut(ctx, ns, dep.Name); err != nil {
 		return nil, err
 	}
 	pods, err := l.Cluster.ReadyPods(ctx, ns, "app="+dep.Name)
@@ -33,7 +33,8 @@ func (l *Lab) deploy(ctx context.Context, dep *appsv1.Deployment) ([]corev1.Pod,
 		return nil, err
 	}
 	if len(pods) != int(*dep.Spec.Replicas) {
-		return nil, fmt.Errorf("%d ready pods of %s/%s, want %d", len(pods), ns, dep.Name, *dep.Spec.Replicas)
+		err := fmt.Errorf("%d ready pods of %s/%s, want %d", len(pods), ns, dep.Name, *dep.Spec.Replicas)
+		return nil, l.whyNotStarted(ctx, ns, dep.Name, err)
 	}
 	time.Sleep(settle)
 	return pods, nil

@@ -111,7 +111,7 @@ func (l *Lab) alternate(ctx context.Context, c l7Case, proxy string) (l7.Observe
 	if err != nil {
 		return seen, errorf("client", err)
 	}
-	if _, err := l.Cluster.WaitRolledOut(ctx, c.ns, "web"); err != nil {
+	if _, err := l.waitRolledOut(ctx, c.ns, "web"); err != nil {
 		return seen, errorf("rollout", err)
 	}
 	return seen, nil

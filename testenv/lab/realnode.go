@@ -7,7 +7,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -73,14 +72,10 @@ func (l *Lab) nodeNames() []string {
 	return names
 }
 
-// onRealNode pins dep's pods to the real node; its images are imported,
-// not pulled.
+// onRealNode pins dep's pods to the real node (realnode.Pin): the only
+// pods the real node's taint admits.
 func (l *Lab) onRealNode(dep *appsv1.Deployment) {
-	spec := &dep.Spec.Template.Spec
-	spec.NodeSelector = map[string]string{"kubernetes.io/hostname": l.RealNode.Name}
-	for i := range spec.Containers {
-		spec.Containers[i].ImagePullPolicy = corev1.PullNever
-	}
+	realnode.Pin(&dep.Spec.Template.Spec, l.RealNode.Name)
 }
 
 // realSeedsScenario: the seeds' experiment with the naive server on the

@@ -42,6 +42,9 @@ type Result struct {
 	Note string `json:"note,omitempty"`
 	// Error is set when the scenario could not be measured.
 	Error string `json:"error,omitempty"`
+	// NotStarted says why the scenario's pods never became Ready, when
+	// that is why it failed (their conditions, states, logs, Events).
+	NotStarted string `json:"not_started,omitempty"`
 }
 
 // Agree reports whether the scenario ran and every pair is equal.

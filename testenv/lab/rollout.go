@@ -96,7 +96,7 @@ func (l *Lab) rolloutSteps(ctx context.Context, dep *appsv1.Deployment, run *rol
 		if err := l.Cluster.Apply(ctx, dep.DeepCopy()); err != nil {
 			return err
 		}
-		if _, err := l.Cluster.WaitRolledOut(ctx, rolloutNS, dep.Name); err != nil {
+		if _, err := l.waitRolledOut(ctx, rolloutNS, dep.Name); err != nil {
 			return err
 		}
 		for _, p := range run.pods.withHash(hash) {

@@ -110,7 +110,8 @@ func (l *Lab) RunScenarios(ctx context.Context) []Result {
 		cancel()
 		if err != nil {
 			l.progress.Step("scenario %s failed: %v", s.Name, err)
-			rs = append(rs, Result{Name: s.Name, Error: err.Error(), Diagnoses: []string{}})
+			why := l.printWhy(s.Name, err)
+			rs = append(rs, Result{Name: s.Name, Error: err.Error(), NotStarted: why, Diagnoses: []string{}})
 		}
 		for _, r := range rs {
 			l.progress.Step("%s: refused %d/%d, killed %d/%d, probe refused %d/%d, reset at shutdown %d/%d (ground truth/drainwatch) %v",

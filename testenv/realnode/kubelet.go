@@ -86,7 +86,7 @@ func (n *Node) startKubelet(kubeconfig string) error {
 	_, err := n.start("kubelet", filepath.Join(n.binDir, "kubelet"),
 		"--config", cfg, "--kubeconfig", kubeconfig,
 		"--root-dir", filepath.Join(n.Dir, "kubelet"), "--cert-dir", filepath.Join(n.Dir, "pki"),
-		"--hostname-override", n.Name, "--node-ip", n.IP, "--v", "2")
+		"--hostname-override", n.Name, "--node-ip", n.IP, "--register-with-taints", taintFlag(), "--v", "2")
 	return err
 }
 

@@ -67,19 +67,20 @@ func startNode(t *testing.T, ctx context.Context) (*realnode.Node, *netlab.NS) {
 
 func serverPod(name, node string, args ...string) *corev1.Pod {
 	g := int64(grace)
-	return &corev1.Pod{
+	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: corev1.PodSpec{
-			NodeSelector:                  map[string]string{"kubernetes.io/hostname": node},
 			TerminationGracePeriodSeconds: &g,
 			Containers: []corev1.Container{{
-				Name: "server", Image: dwserver, ImagePullPolicy: corev1.PullNever,
+				Name: "server", Image: dwserver,
 				Args: append([]string{"--port=8080"}, args...),
 				ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
 					HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}},
 			}},
 		},
 	}
+	realnode.Pin(&pod.Spec, node)
+	return pod
 }
 
 // TestPodStartsReadyAndStops: the scheduler places a pod on the real node,

@@ -163,3 +163,33 @@ drainwatch_terminations_total{cause="unknown",namespace="shop",outcome="refused"
 `
 	must(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "drainwatch_terminations_total"))
 }
+
+// Requests killed at exit survive a restart through the saved counters,
+// and a state saved before they were counted restores them at 0.
+func TestCountersKilledAtExitRestored(t *testing.T) {
+	const name = "drainwatch_requests_killed_at_exit_total"
+	c := &clock{t: at(60)}
+	before := NewMetrics(Options{SeriesTTL: time.Hour, Now: c.now})
+	term := killedTermination()
+	term.Counts = correlate.Counts{RequestsKilledAtExit: 4, InflightAtStopSignal: 4}
+	before.ObserveTermination(term)
+	saved, err := json.Marshal(before.Counters())
+	must(t, err)
+	var cs CounterState
+	must(t, json.Unmarshal(saved, &cs))
+	after := NewMetrics(Options{SeriesTTL: time.Hour, Now: c.now})
+	must(t, after.RestoreCounters(cs))
+	want := `
+# HELP drainwatch_requests_killed_at_exit_total Accepted connections with a request in flight torn down because their process exited by anything other than SIGKILL: the stop signal's default action (no handler), another fatal signal (a crash), or its own exit before its requests finished (a shutdown timeout shorter than the longest request).
+# TYPE drainwatch_requests_killed_at_exit_total counter
+drainwatch_requests_killed_at_exit_total{namespace="shop",revision="3",workload="web",workload_kind="Deployment"} 4
+`
+	must(t, testutil.GatherAndCompare(after.Registry(), strings.NewReader(want), name))
+
+	var old CounterState
+	must(t, json.Unmarshal([]byte(`{"version":1,"revisions":[{"labels":["shop","Deployment","web","3"],"outcomes":{"killed":1},
+		"requests_killed_by_sigkill":3,"updated":"2026-11-30T10:00:00Z"}]}`), &old))
+	m := NewMetrics(Options{SeriesTTL: time.Hour, Now: c.now})
+	must(t, m.RestoreCounters(old))
+	must(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(strings.Replace(want, "} 4", "} 0", 1)), name))
+}

@@ -178,3 +178,16 @@ func deathWhy(t Termination) string {
 	}
 	return ""
 }
+
+// DeathNotable says whether the timeline should say how the server ended:
+// when the exit killed requests, or when it ended without a shutdown (a
+// signal's default action, an exit at the signal, a crash) even if nothing
+// was in flight. A shutdown's exit and SIGKILL (the exit mark names it)
+// add nothing.
+func DeathNotable(t Termination) bool {
+	switch t.Death.Kind {
+	case DeathStopSignal, DeathNoDrain, DeathCrash:
+		return true
+	}
+	return t.Death.Kind != "" && t.Counts.RequestsKilledAtExit > 0
+}

@@ -157,3 +157,21 @@ func TestContainerCrashCountsKilledAtExit(t *testing.T) {
 		t.Errorf("lost = %q", got)
 	}
 }
+
+// The timeline says how the server ended when it killed requests or ended
+// without a shutdown; a drained exit says nothing more than its code.
+func TestDeathNotable(t *testing.T) {
+	for _, tc := range []struct {
+		kind   string
+		killed int
+		want   bool
+	}{
+		{DeathAfterShutdown, 0, false}, {DeathAfterShutdown, 2, true}, {DeathSigkill, 0, false},
+		{DeathExit, 0, false}, {DeathStopSignal, 0, true}, {DeathNoDrain, 0, true}, {DeathCrash, 0, true}, {"", 0, false},
+	} {
+		tm := Termination{Death: Death{Kind: tc.kind}, Counts: Counts{RequestsKilledAtExit: tc.killed}}
+		if got := DeathNotable(tm); got != tc.want {
+			t.Errorf("DeathNotable(%s, %d killed) = %v, want %v", tc.kind, tc.killed, got, tc.want)
+		}
+	}
+}

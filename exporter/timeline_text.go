@@ -88,8 +88,8 @@ func markDetail(t correlate.Termination, mark string) string {
 		if t.ExitSignal != 0 {
 			detail += ", killed by " + collector.SignalName(t.ExitSignal)
 		}
-		if death := correlate.DeathText(t); death != "" {
-			detail += "; " + death
+		if correlate.DeathNotable(t) {
+			detail += "; " + correlate.DeathText(t)
 		}
 		return detail
 	}

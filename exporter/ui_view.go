@@ -61,7 +61,7 @@ func newTimelineView(t correlate.Termination) timelineView {
 		UID:        t.PodUID,
 		StopSignal: StopSignalName(t),
 		Sources:    SourcesLine(t.Sources),
-		Death:      correlate.DeathText(t),
+		Death:      deathLine(t),
 		Outcome:    t.Outcome,
 		Counts:     t.Counts,
 		Diagnoses:  t.Diagnoses,
@@ -88,6 +88,15 @@ func newTimelineView(t correlate.Termination) timelineView {
 		v.addConnection(c, s.X(c.Time))
 	}
 	return v
+}
+
+// deathLine says how the server ended when that matters (see
+// correlate.DeathNotable), "" otherwise.
+func deathLine(t correlate.Termination) string {
+	if !correlate.DeathNotable(t) {
+		return ""
+	}
+	return correlate.DeathText(t)
 }
 
 // addConnection puts an attempt in its lane, the kubelet's probes apart

@@ -67,13 +67,7 @@ var totalsBeyondTTL = []string{"drainwatch_connections_refused_after_sigterm_tot
 func TestCountersRestoredBeyondTTL(t *testing.T) {
 	c := &clock{}
 	before, stored := beyondTTL(c)
-	saved, err := json.Marshal(before.Counters())
-	must(t, err)
-
-	var cs CounterState
-	must(t, json.Unmarshal(saved, &cs))
-	after := NewMetrics(Options{SeriesTTL: time.Hour, Now: c.now})
-	must(t, after.RestoreCounters(cs))
+	after := restarted(t, before, c)
 	for _, st := range stored {
 		if after.ObserveTermination(st) {
 			t.Errorf("%s counted again after the restore", st.PodUID)
@@ -133,6 +127,19 @@ func TestCountersExpireWithTheirSeries(t *testing.T) {
 	}
 }
 
+// restarted is a daemon's Metrics after a restart: before's counters saved
+// as JSON, as the daemon stores them, and restored.
+func restarted(t *testing.T, before *Metrics, c *clock) *Metrics {
+	t.Helper()
+	saved, err := json.Marshal(before.Counters())
+	must(t, err)
+	var cs CounterState
+	must(t, json.Unmarshal(saved, &cs))
+	after := NewMetrics(Options{SeriesTTL: time.Hour, Now: c.now})
+	must(t, after.RestoreCounters(cs))
+	return after
+}
+
 // exposition is the text exposition of the per-rollout series.
 func exposition(t *testing.T, m *Metrics) string {
 	t.Helper()
@@ -173,12 +180,7 @@ func TestCountersKilledAtExitRestored(t *testing.T) {
 	term := killedTermination()
 	term.Counts = correlate.Counts{RequestsKilledAtExit: 4, InflightAtStopSignal: 4}
 	before.ObserveTermination(term)
-	saved, err := json.Marshal(before.Counters())
-	must(t, err)
-	var cs CounterState
-	must(t, json.Unmarshal(saved, &cs))
-	after := NewMetrics(Options{SeriesTTL: time.Hour, Now: c.now})
-	must(t, after.RestoreCounters(cs))
+	after := restarted(t, before, c)
 	want := `
 # HELP drainwatch_requests_killed_at_exit_total Accepted connections with a request in flight torn down because their process exited by anything other than SIGKILL: the stop signal's default action (no handler), another fatal signal (a crash), or its own exit before its requests finished (a shutdown timeout shorter than the longest request).
 # TYPE drainwatch_requests_killed_at_exit_total counter

@@ -38,6 +38,12 @@ type Config struct {
 	// PreStopMargin is added to the observed routing convergence when
 	// suggesting a preStop sleep (rounded up to whole seconds).
 	PreStopMargin time.Duration
+	// PromptExit is how soon after the stop signal an exit with a
+	// non-zero status, its listener open until then, counts as the
+	// process stopping at the signal without draining (a runtime's
+	// default exit: Go without signal.Notify as PID 1 exits 2 within
+	// milliseconds) rather than a crash during the drain (death.go).
+	PromptExit time.Duration
 	// ProbeComms are the command names of this node's kubelet: connections
 	// a node-local task of one of these names opens to a pod are probes,
 	// kept out of the client counts. Default: "kubelet".
@@ -54,6 +60,7 @@ func DefaultConfig() Config {
 		MinDrainDelay: time.Second,
 		BudgetMargin:  time.Second,
 		PreStopMargin: 500 * time.Millisecond,
+		PromptExit:    time.Second,
 		ProbeComms:    []string{"kubelet"},
 	}
 }
@@ -66,6 +73,7 @@ func (c Config) withDefaults() Config {
 	setDuration(&c.MinDrainDelay, d.MinDrainDelay)
 	setDuration(&c.BudgetMargin, d.BudgetMargin)
 	setDuration(&c.PreStopMargin, d.PreStopMargin)
+	setDuration(&c.PromptExit, d.PromptExit)
 	if len(c.ProbeComms) == 0 {
 		c.ProbeComms = d.ProbeComms
 	}

@@ -14,7 +14,7 @@ import (
 const (
 	OutcomeClean            = "clean"              // nothing lost, complete view
 	OutcomeRefused          = "refused"            // connections refused (before or after the stop signal)
-	OutcomeKilled           = "killed"             // requests killed by SIGKILL
+	OutcomeKilled           = "killed"             // requests killed in flight, by SIGKILL or at an exit
 	OutcomeRefusedAndKilled = "refused_and_killed" // both
 	OutcomeReset            = "reset"              // only connections reset by the shutdown or requests reset on reused connections
 	OutcomePartial          = "partial"            // nothing lost as far as the incomplete view shows
@@ -28,7 +28,7 @@ func Outcomes() []string {
 // outcomeOf names the loss first: a partial view still proves what it saw.
 func outcomeOf(t Termination) string {
 	refused := t.Counts.RefusedAfterSigterm+t.Counts.RefusedBeforeSigterm > 0
-	killed := t.Counts.RequestsKilledBySigkill > 0
+	killed := t.Counts.RequestsKilledBySigkill+t.Counts.RequestsKilledAtExit > 0
 	switch {
 	case refused && killed:
 		return OutcomeRefusedAndKilled
@@ -65,7 +65,7 @@ func diagnose(t Termination, prestopMessage string, cfg Config) []Diagnosis {
 	killed = nodeFix(t, killed)
 	for _, d := range []*Diagnosis{
 		restart, routing, drainDelay, ignoredDiagnosis(t, ignored),
-		exceeded, killed, streamsKilled(t), shutdownResets(t), resetOnReuse(t),
+		exceeded, killed, killedAtExit(t, restart), streamsKilled(t), shutdownResets(t), resetOnReuse(t),
 		prestopFailed(t, prestopMessage), budgetTooSmall(t, ignored, cfg), stopSignalMismatch(t),
 	} {
 		if d != nil {

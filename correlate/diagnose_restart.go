@@ -36,5 +36,6 @@ func containerStopped(t Termination) *Diagnosis {
 // lost says what a container's termination cost its clients.
 func lost(t Termination) string {
 	n := t.Counts
-	return fmt.Sprintf("%d connections refused, %d requests killed in flight", n.RefusedAfterSigterm+n.RefusedBeforeSigterm, n.RequestsKilledBySigkill)
+	return fmt.Sprintf("%d connections refused, %d requests killed in flight", n.RefusedAfterSigterm+n.RefusedBeforeSigterm,
+		n.RequestsKilledBySigkill+n.RequestsKilledAtExit)
 }

@@ -174,6 +174,7 @@ func (c *Correlator) evaluate(p *podState, final bool) Termination {
 	if !podStops(p) {
 		t.Container = stoppedContainer(ts, p.Pod)
 	}
+	t.Death = deathOf(ts, c.cfg)
 	t.Diagnoses = diagnose(t, ts.PrestopMessage, c.cfg)
 	t.Outcome = outcomeOf(t)
 	return t

@@ -119,7 +119,11 @@ type termState struct {
 	// were dropped from the pod's Early ring before it began.
 	EarlyOverflow bool            `json:"early_overflow,omitempty"`
 	ExitedPIDs    map[uint32]bool `json:"exited_pids,omitempty"`
-	InitExited    map[string]bool `json:"init_exited,omitempty"` // container name → exited
+	// RecentExits are the latest process exits (death.go); ServerExit the
+	// one whose exit first tore down a request in flight.
+	RecentExits []procExit      `json:"recent_exits,omitempty"`
+	ServerExit  *procExit       `json:"server_exit,omitempty"`
+	InitExited  map[string]bool `json:"init_exited,omitempty"` // container name → exited
 	// SawInitExit is set by any container init exit, attributed to a
 	// container or not.
 	SawInitExit bool `json:"saw_init_exit,omitempty"`

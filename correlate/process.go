@@ -110,6 +110,7 @@ func exit(t *termState, container string, e *collector.Event) {
 		return
 	}
 	t.ExitedPIDs = addBounded(t.ExitedPIDs, e.PID)
+	noteExit(t, e)
 	if !e.TargetInit {
 		return
 	}
@@ -166,22 +167,27 @@ func (c *Correlator) resetNoSocket(t *termState, e *collector.Event) {
 
 // connClosed counts an accepted connection torn down with a request or
 // stream in flight, or reset in its listener's accept queue
-// (Inflight none): killed by SIGKILL, reset by another exit, or, while the
-// process is alive, reset by the shutdown. In-flight ones open at the stop
-// signal (not accepted after it) and closed after it also count towards
-// inflight_at_stop_signal. The kubelet's probes are not client traffic.
+// (Inflight none): killed by SIGKILL, killed by another exit (in flight)
+// or reset by it (queued), or, while the process is alive, reset by the
+// shutdown. In-flight ones open at the stop signal (not accepted after it)
+// and closed after it also count towards inflight_at_stop_signal. The
+// kubelet's probes are not client traffic.
 func (c *Correlator) connClosed(t *termState, e *collector.Event) {
 	if t == nil || c.sourceOf(e).probe || !settle(t, e.SockCookie) {
 		return
 	}
 	inflight := e.Inflight != collector.InflightNone
+	atExit := e.Cause == collector.CauseSignal || t.ExitedPIDs[e.PID]
 	switch {
 	case e.Cause == collector.CauseSigkill && inflight:
 		t.T.Counts.RequestsKilledBySigkill++
 		if e.Inflight == collector.InflightStream {
 			t.T.Counts.StreamsKilledBySigkill++
 		}
-	case e.Cause == collector.CauseSigkill || e.Cause == collector.CauseSignal || t.ExitedPIDs[e.PID]:
+	case atExit && inflight:
+		t.T.Counts.RequestsKilledAtExit++
+		noteServerExit(t, e.PID)
+	case e.Cause == collector.CauseSigkill || atExit:
 		t.T.Counts.ConnectionsResetAtExit++
 	case inPod(e):
 		// Between the pod's own containers (a proxy and its backend over

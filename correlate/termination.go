@@ -39,9 +39,17 @@ type Counts struct {
 	// event drainwatch reads.
 	InflightAtStopSignal           int `json:"inflight_at_stop_signal"`
 	AcceptedAfterEndpointsNotReady int `json:"accepted_after_endpoints_not_ready"`
-	// ConnectionsResetAtExit counts RSTs sent by a process of the pod after
-	// its exit, and in-flight connections torn down by an exit other than
-	// SIGKILL's.
+	// RequestsKilledAtExit counts accepted connections with a request or
+	// stream in flight (the rule of RequestsKilledBySigkill) torn down
+	// because their process exited by anything other than SIGKILL: the
+	// default action of the stop signal or of another signal, a crash, or
+	// the process's own exit with requests open (a shutdown timeout
+	// shorter than the longest request). Termination.Death says how it
+	// died.
+	RequestsKilledAtExit int `json:"requests_killed_at_exit"`
+	// ConnectionsResetAtExit counts what an exit tore down that was not in
+	// flight: RSTs sent by a process of the pod after its exit, and
+	// connections still in an accept queue when their process exited.
 	ConnectionsResetAtExit int `json:"connections_reset_at_exit"`
 	// ConnectionsResetAtShutdown counts connections the shutdown itself
 	// reset or dropped while the process was alive: accepted connections
@@ -87,6 +95,9 @@ const (
 	DiagLivenessRestart     = "liveness_restart"
 	DiagOOMKilled           = "oom_killed"
 	DiagContainerCrashed    = "container_crashed"
+	DiagStopSignalKills     = "stop_signal_kills_server"
+	DiagExitedInflight      = "exited_with_requests_in_flight"
+	DiagCrashedDuringDrain  = "crashed_during_drain"
 	DiagClean               = "clean"
 )
 
@@ -140,6 +151,9 @@ type Termination struct {
 
 	ExitCode   int32  `json:"exit_code"`
 	ExitSignal uint32 `json:"exit_signal,omitempty"`
+	// Death is how the server ended (death.go): the process whose exit
+	// killed requests in flight, else the container's init.
+	Death Death `json:"death,omitzero"`
 	// StopSignal is the stop signal's number and StopSignalTarget the
 	// command name of the init it was sent to (a shell there explains a
 	// stop_signal_ignored).
@@ -162,8 +176,8 @@ type Termination struct {
 	CauseEvidence string `json:"cause_evidence,omitempty"`
 
 	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
-	// Outcome is the terminations_total label: clean, refused, killed,
-	// refused_and_killed, partial.
+	// Outcome is the terminations_total label: clean, refused, killed
+	// (by SIGKILL or at exit), refused_and_killed, reset, partial.
 	Outcome string `json:"outcome,omitempty"`
 
 	// Complete is set once no more events can change the record (the pod is

@@ -22,6 +22,7 @@ func logTermination(log zerolog.Logger, t correlate.Termination) {
 		Int("refused_after_sigterm", t.Counts.RefusedAfterSigterm).
 		Int("refused_before_sigterm", t.Counts.RefusedBeforeSigterm).
 		Int("requests_killed_by_sigkill", t.Counts.RequestsKilledBySigkill).
+		Int("requests_killed_at_exit", t.Counts.RequestsKilledAtExit).
 		Int("inflight_at_stop_signal", t.Counts.InflightAtStopSignal).
 		Int("accepted_after_endpoints_not_ready", t.Counts.AcceptedAfterEndpointsNotReady).
 		Int("connections_reset_at_exit", t.Counts.ConnectionsResetAtExit).
@@ -30,6 +31,7 @@ func logTermination(log zerolog.Logger, t correlate.Termination) {
 		Int("streams_killed_by_sigkill", t.Counts.StreamsKilledBySigkill).
 		Int("probe_refused", t.Counts.ProbeRefused).
 		Int32("exit_code", t.ExitCode).
+		Str("death", t.Death.Kind).
 		Strs("diagnoses", codes)
 	if len(t.Diagnoses) > 0 {
 		ev = ev.Str("diagnosis", t.Diagnoses[0].Message)

@@ -28,11 +28,14 @@ type RevisionCounters struct {
 	Outcomes map[string]uint64 `json:"outcomes,omitempty"`
 	Refused  uint64            `json:"refused_after_sigterm"`
 	Killed   uint64            `json:"requests_killed_by_sigkill"`
-	Accepted uint64            `json:"accepted_after_endpoint_removal"`
-	Resets   uint64            `json:"connections_reset_at_shutdown"`
-	Reuse    uint64            `json:"requests_reset_on_reused_connections,omitempty"`
-	Probes   uint64            `json:"probe_connections_refused"`
-	Updated  time.Time         `json:"updated"`
+	// KilledAtExit is absent from the states of drainwatch before it
+	// counted requests killed at exit: they restore as 0.
+	KilledAtExit uint64    `json:"requests_killed_at_exit,omitempty"`
+	Accepted     uint64    `json:"accepted_after_endpoint_removal"`
+	Resets       uint64    `json:"connections_reset_at_shutdown"`
+	Reuse        uint64    `json:"requests_reset_on_reused_connections,omitempty"`
+	Probes       uint64    `json:"probe_connections_refused"`
+	Updated      time.Time `json:"updated"`
 }
 
 // WorkloadCounters are one workload's partial counts and histograms.
@@ -103,7 +106,7 @@ func (r *revisionState) counters() RevisionCounters {
 		outcomes[o] = n
 	}
 	return RevisionCounters{Labels: r.labels, Outcomes: outcomes, Refused: r.refused, Killed: r.killed,
-		Accepted: r.acceptedNR, Resets: r.resets, Reuse: r.reuse, Probes: r.probes, Updated: r.updated}
+		KilledAtExit: r.killedAtExit, Accepted: r.acceptedNR, Resets: r.resets, Reuse: r.reuse, Probes: r.probes, Updated: r.updated}
 }
 
 func restoreRevision(rc RevisionCounters) *revisionState {
@@ -111,7 +114,7 @@ func restoreRevision(rc RevisionCounters) *revisionState {
 	for o, n := range rc.Outcomes {
 		rs.outcomes[o] = n
 	}
-	rs.refused, rs.killed, rs.acceptedNR = rc.Refused, rc.Killed, rc.Accepted
+	rs.refused, rs.killed, rs.killedAtExit, rs.acceptedNR = rc.Refused, rc.Killed, rc.KilledAtExit, rc.Accepted
 	rs.resets, rs.reuse, rs.probes, rs.updated = rc.Resets, rc.Reuse, rc.Probes, rc.Updated
 	return rs
 }

@@ -67,13 +67,7 @@ var totalsBeyondTTL = []string{"drainwatch_connections_refused_after_sigterm_tot
 func TestCountersRestoredBeyondTTL(t *testing.T) {
 	c := &clock{}
 	before, stored := beyondTTL(c)
-	saved, err := json.Marshal(before.Counters())
-	must(t, err)
-
-	var cs CounterState
-	must(t, json.Unmarshal(saved, &cs))
-	after := NewMetrics(Options{SeriesTTL: time.Hour, Now: c.now})
-	must(t, after.RestoreCounters(cs))
+	after := restarted(t, before, c)
 	for _, st := range stored {
 		if after.ObserveTermination(st) {
 			t.Errorf("%s counted again after the restore", st.PodUID)
@@ -133,6 +127,19 @@ func TestCountersExpireWithTheirSeries(t *testing.T) {
 	}
 }
 
+// restarted is a daemon's Metrics after a restart: before's counters saved
+// as JSON, as the daemon stores them, and restored.
+func restarted(t *testing.T, before *Metrics, c *clock) *Metrics {
+	t.Helper()
+	saved, err := json.Marshal(before.Counters())
+	must(t, err)
+	var cs CounterState
+	must(t, json.Unmarshal(saved, &cs))
+	after := NewMetrics(Options{SeriesTTL: time.Hour, Now: c.now})
+	must(t, after.RestoreCounters(cs))
+	return after
+}
+
 // exposition is the text exposition of the per-rollout series.
 func exposition(t *testing.T, m *Metrics) string {
 	t.Helper()
@@ -162,4 +169,29 @@ func TestCountersRestoredFromBeforeCauses(t *testing.T) {
 drainwatch_terminations_total{cause="unknown",namespace="shop",outcome="refused",revision="3",workload="web",workload_kind="Deployment"} 2
 `
 	must(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "drainwatch_terminations_total"))
+}
+
+// Requests killed at exit survive a restart through the saved counters,
+// and a state saved before they were counted restores them at 0.
+func TestCountersKilledAtExitRestored(t *testing.T) {
+	const name = "drainwatch_requests_killed_at_exit_total"
+	c := &clock{t: at(60)}
+	before := NewMetrics(Options{SeriesTTL: time.Hour, Now: c.now})
+	term := killedTermination()
+	term.Counts = correlate.Counts{RequestsKilledAtExit: 4, InflightAtStopSignal: 4}
+	before.ObserveTermination(term)
+	after := restarted(t, before, c)
+	want := `
+# HELP drainwatch_requests_killed_at_exit_total Accepted connections with a request in flight torn down because their process exited by anything other than SIGKILL: the stop signal's default action (no handler), another fatal signal (a crash), or its own exit before its requests finished (a shutdown timeout shorter than the longest request).
+# TYPE drainwatch_requests_killed_at_exit_total counter
+drainwatch_requests_killed_at_exit_total{namespace="shop",revision="3",workload="web",workload_kind="Deployment"} 4
+`
+	must(t, testutil.GatherAndCompare(after.Registry(), strings.NewReader(want), name))
+
+	var old CounterState
+	must(t, json.Unmarshal([]byte(`{"version":1,"revisions":[{"labels":["shop","Deployment","web","3"],"outcomes":{"killed":1},
+		"requests_killed_by_sigkill":3,"updated":"2026-11-30T10:00:00Z"}]}`), &old))
+	m := NewMetrics(Options{SeriesTTL: time.Hour, Now: c.now})
+	must(t, m.RestoreCounters(old))
+	must(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(strings.Replace(want, "} 4", "} 0", 1)), name))
 }

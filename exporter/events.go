@@ -41,6 +41,9 @@ var eventReasons = map[string]string{
 	correlate.DiagLivenessRestart:     "DrainLivenessRestart",
 	correlate.DiagOOMKilled:           "DrainOOMKilled",
 	correlate.DiagContainerCrashed:    "DrainContainerCrashed",
+	correlate.DiagStopSignalKills:     "DrainStopSignalKillsServer",
+	correlate.DiagExitedInflight:      "DrainExitedWithRequestsInFlight",
+	correlate.DiagCrashedDuringDrain:  "DrainCrashedDuringDrain",
 }
 
 // EventReason returns the Event reason of a diagnosis code ("" for clean).

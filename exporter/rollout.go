@@ -11,14 +11,17 @@ import (
 type revisionState struct {
 	labels [4]string // namespace, workload_kind, workload, revision
 	// outcomes counts terminations by outcomeKey(outcome, cause).
-	outcomes   map[string]uint64
-	refused    uint64
-	killed     uint64
-	acceptedNR uint64 // accepted after endpoints not ready
-	resets     uint64 // connections reset at shutdown
-	reuse      uint64 // requests reset on reused connections
-	probes     uint64 // probe connections refused
-	updated    time.Time
+	outcomes map[string]uint64
+	refused  uint64
+	killed   uint64 // requests killed by SIGKILL
+	// killedAtExit: requests killed in flight by an exit other than
+	// SIGKILL's.
+	killedAtExit uint64
+	acceptedNR   uint64 // accepted after endpoints not ready
+	resets       uint64 // connections reset at shutdown
+	reuse        uint64 // requests reset on reused connections
+	probes       uint64 // probe connections refused
+	updated      time.Time
 }
 
 // workloadState holds the per-workload histograms (no revision label: a
@@ -57,6 +60,7 @@ func (r *revisionState) add(t correlate.Termination, now time.Time) {
 	r.outcomes[outcomeKey(outcomeLabel(t.Outcome), causeLabel(t.Cause))]++
 	r.refused += uint64(max(t.Counts.RefusedAfterSigterm, 0))
 	r.killed += uint64(max(t.Counts.RequestsKilledBySigkill, 0))
+	r.killedAtExit += uint64(max(t.Counts.RequestsKilledAtExit, 0))
 	r.acceptedNR += uint64(max(t.Counts.AcceptedAfterEndpointsNotReady, 0))
 	r.resets += uint64(max(t.Counts.ConnectionsResetAtShutdown, 0))
 	r.reuse += uint64(max(t.Counts.RequestsResetOnReusedConnections, 0))

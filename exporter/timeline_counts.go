@@ -17,8 +17,8 @@ import (
 func writeCounts(w *bufio.Writer, t correlate.Termination) {
 	c := t.Counts
 	sig := StopSignalName(t)
-	fmt.Fprintf(w, "  refused after %s: %d  killed by SIGKILL: %d  refused before %s: %d\n",
-		sig, c.RefusedAfterSigterm, c.RequestsKilledBySigkill, sig, c.RefusedBeforeSigterm)
+	fmt.Fprintf(w, "  refused after %s: %d  killed by SIGKILL: %d  killed at exit: %d  refused before %s: %d\n",
+		sig, c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.RequestsKilledAtExit, sig, c.RefusedBeforeSigterm)
 	fmt.Fprintf(w, "  in flight at stop signal: %d  accepted after endpoint removal: %d  reset at exit: %d\n",
 		c.InflightAtStopSignal, c.AcceptedAfterEndpointsNotReady, c.ConnectionsResetAtExit)
 	fmt.Fprintf(w, "  reset at shutdown: %d  streams killed by SIGKILL: %d  probe refusals: %d\n",

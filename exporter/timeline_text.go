@@ -84,10 +84,14 @@ func markDetail(t correlate.Termination, mark string) string {
 	case "sigkill":
 		return "SIGKILL"
 	case "exit":
+		detail := fmt.Sprintf("exit code %d", t.ExitCode)
 		if t.ExitSignal != 0 {
-			return fmt.Sprintf("exit code %d, killed by %s", t.ExitCode, collector.SignalName(t.ExitSignal))
+			detail += ", killed by " + collector.SignalName(t.ExitSignal)
 		}
-		return fmt.Sprintf("exit code %d", t.ExitCode)
+		if correlate.DeathNotable(t) {
+			detail += "; " + correlate.DeathText(t)
+		}
+		return detail
 	}
 	return ""
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drainwatch/drainwatch/correlate"
 )
 
 const wantNaiveTimeline = `shop/web-6d4f-a  Deployment web revision 3  node node-1  outcome refused
@@ -18,7 +20,7 @@ const wantNaiveTimeline = `shop/web-6d4f-a  Deployment web revision 3  node node
      +0.500s  last_accept
      +2.500s  exit                 exit code 0
      +3.000s  pod_gone
-  refused after SIGTERM: 44  killed by SIGKILL: 0  refused before SIGTERM: 0
+  refused after SIGTERM: 44  killed by SIGKILL: 0  killed at exit: 0  refused before SIGTERM: 0
   in flight at stop signal: 0  accepted after endpoint removal: 3  reset at exit: 0
   reset at shutdown: 0  streams killed by SIGKILL: 0  probe refusals: 0
   reset on reused connections: 0
@@ -38,7 +40,7 @@ const wantKilledTimeline = `shop/web-6d4f-b  Deployment web revision 3  node nod
      +0.000s  listener_closed
     +28.500s  sigkill              SIGKILL
     +30.000s  exit                 exit code 137, killed by SIGKILL
-  refused after SIGTERM: 0  killed by SIGKILL: 1  refused before SIGTERM: 0
+  refused after SIGTERM: 0  killed by SIGKILL: 1  killed at exit: 0  refused before SIGTERM: 0
   in flight at stop signal: 1  accepted after endpoint removal: 0  reset at exit: 0
   reset at shutdown: 0  streams killed by SIGKILL: 0  probe refusals: 0
   reset on reused connections: 0
@@ -68,7 +70,7 @@ const wantProbedTimeline = `shop/web-6d4f-p  Deployment web revision 3  node nod
      +0.200s  endpoints_not_ready
      +4.100s  exit                 exit code 0
      +4.900s  pod_gone
-  refused after SIGQUIT: 44  killed by SIGKILL: 2  refused before SIGQUIT: 0
+  refused after SIGQUIT: 44  killed by SIGKILL: 2  killed at exit: 0  refused before SIGQUIT: 0
   in flight at stop signal: 0  accepted after endpoint removal: 0  reset at exit: 0
   reset at shutdown: 6  streams killed by SIGKILL: 1  probe refusals: 4
   reset on reused connections: 0
@@ -100,5 +102,36 @@ func TestStopSignalNameUnseen(t *testing.T) {
 	tm.Marks.StopSignal = time.Time{}
 	if got := StopSignalName(tm); got != "the stop signal" {
 		t.Errorf("StopSignalName without a stop signal mark = %q", got)
+	}
+}
+
+// TestWriteTimelineDeath: the exit mark says how the server ended and what
+// that killed, and the counts row has the requests killed at exit.
+func TestWriteTimelineDeath(t *testing.T) {
+	tm := killedTermination()
+	tm.Marks.Sigkill, tm.ExitCode, tm.ExitSignal = time.Time{}, 143, 0
+	tm.Counts = correlate.Counts{RequestsKilledAtExit: 4, InflightAtStopSignal: 4}
+	tm.Death = correlate.Death{Kind: correlate.DeathStopSignal, Comm: "node", PID: 7, Time: at(2.002), ExitCode: 143, Signal: 15}
+	var b strings.Builder
+	if err := WriteTimelines(&b, []TerminationView{NewTerminationView(tm)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"exit                 exit code 143; node (pid 7) died of SIGTERM 0.002s after the stop signal (no handler: the signal's default action) with 4 requests in flight\n",
+		"killed by SIGKILL: 0  killed at exit: 4  refused before SIGTERM: 0\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("timeline lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// Every diagnosis of requests killed at exit has an Event reason of its own.
+func TestEventReasonsKilledAtExit(t *testing.T) {
+	for code, want := range map[string]string{correlate.DiagStopSignalKills: "DrainStopSignalKillsServer",
+		correlate.DiagExitedInflight: "DrainExitedWithRequestsInFlight", correlate.DiagCrashedDuringDrain: "DrainCrashedDuringDrain"} {
+		if got := EventReason(code); got != want {
+			t.Errorf("EventReason(%s) = %s, want %s", code, got, want)
+		}
 	}
 }

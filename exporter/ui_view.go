@@ -14,6 +14,7 @@ type timelineView struct {
 	UID                      string // for the relative link to the JSON record (it resolves through the pod proxy too)
 	StopSignal               string // "SIGQUIT", or "the stop signal" when not seen
 	Sources                  string
+	Death                    string // how the server ended (correlate.DeathText)
 	// RoutingSources is the table of sources still sending after
 	// endpoints_not_ready, last sends relative to the stop signal.
 	RoutingSources []routingSourceRow
@@ -60,6 +61,7 @@ func newTimelineView(t correlate.Termination) timelineView {
 		UID:        t.PodUID,
 		StopSignal: StopSignalName(t),
 		Sources:    SourcesLine(t.Sources),
+		Death:      deathLine(t),
 		Outcome:    t.Outcome,
 		Counts:     t.Counts,
 		Diagnoses:  t.Diagnoses,
@@ -86,6 +88,15 @@ func newTimelineView(t correlate.Termination) timelineView {
 		v.addConnection(c, s.X(c.Time))
 	}
 	return v
+}
+
+// deathLine says how the server ended when that matters (see
+// correlate.DeathNotable), "" otherwise.
+func deathLine(t correlate.Termination) string {
+	if !correlate.DeathNotable(t) {
+		return ""
+	}
+	return correlate.DeathText(t)
 }
 
 // addConnection puts an attempt in its lane, the kubelet's probes apart

@@ -41,7 +41,7 @@ func printOutput(w io.Writer, format string, views []exporter.TerminationView) e
 }
 
 // wideHeader names writeWide's columns: a line per termination, what it lost.
-const wideHeader = "NAMESPACE\tPOD\tWORKLOAD\tREVISION\tNODE\tSTARTED\tOUTCOME\tREFUSED\tKILLED\tRESET\tCOMPLETE"
+const wideHeader = "NAMESPACE\tPOD\tWORKLOAD\tREVISION\tNODE\tSTARTED\tOUTCOME\tREFUSED\tKILLED\tKILLED-AT-EXIT\tRESET\tCOMPLETE"
 
 func writeWide(w io.Writer, views []exporter.TerminationView, header bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -54,9 +54,10 @@ func writeWide(w io.Writer, views []exporter.TerminationView, header bool) error
 			started = t.UTC().Format(time.RFC3339)
 		}
 		c := v.Counts
-		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n",
 			v.Workload.Namespace, v.Pod, v.Workload.Kind, v.Workload.Name, orDash(v.Workload.Revision), v.Node,
-			started, orDash(v.Outcome), c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.ConnectionsResetAtShutdown,
+			started, orDash(v.Outcome), c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.RequestsKilledAtExit,
+			c.ConnectionsResetAtShutdown,
 			strconv.FormatBool(v.Complete))
 	}
 	return tw.Flush()

@@ -53,7 +53,7 @@ func TestTimelineAcrossDaemons(t *testing.T) {
      +0.000s  stop_signal          SIGTERM to the container's init (PID 1)
      +0.050s  listener_closed
      +1.000s  exit                 exit code 0
-  refused after SIGTERM: 44  killed by SIGKILL: 0  refused before SIGTERM: 0
+  refused after SIGTERM: 44  killed by SIGKILL: 0  killed at exit: 0  refused before SIGTERM: 0
   in flight at stop signal: 0  accepted after endpoint removal: 0  reset at exit: 0
   reset at shutdown: 0  streams killed by SIGKILL: 0  probe refusals: 0
   reset on reused connections: 0

@@ -21,7 +21,7 @@ func Dashboard() (dashboard.Dashboard, error) {
 	b := dashboard.NewDashboardBuilder("drainwatch — traffic lost in pod terminations").
 		Uid(UID).
 		Tags([]string{"drainwatch", "kubernetes", "rollouts"}).
-		Description("Connections refused after the stop signal, requests killed by SIGKILL and connections reset by the shutdown per rollout, measured in the kernel by drainwatch.").
+		Description("Connections refused after the stop signal, requests killed by SIGKILL or at exit and connections reset by the shutdown per rollout, measured in the kernel by drainwatch.").
 		Refresh("1m").
 		Time("now-6h", "now").
 		Timezone(common.TimeZoneBrowser).
@@ -35,6 +35,7 @@ func Dashboard() (dashboard.Dashboard, error) {
 	b.WithRow(dashboard.NewRowBuilder("Rollouts: traffic lost per revision"))
 	b.WithPanel(bars("Connections refused after the stop signal", "Connection attempts answered with ECONNREFUSED after the stop signal: the listener closed before routing stopped sending traffic. Fix: a preStop sleep or drain delay longer than the routing lag.", qRefusedRate, "{{workload}} rev {{revision}}"))
 	b.WithPanel(bars("Requests killed by SIGKILL", "Requests in flight when the kubelet sent SIGKILL. Fix: a grace period above preStop + drain + cleanup.", qKilledRate, "{{workload}} rev {{revision}}"))
+	b.WithPanel(bars("Requests killed at exit", "Requests in flight when the server exited by anything other than SIGKILL: it died of the stop signal (no handler), exited before its requests finished (a shutdown timeout shorter than the longest request) or crashed. Fix: handle the stop signal (keep serving through the drain delay, then stop accepting and finish in-flight requests), a shutdown timeout above the longest request within the grace period.", qKilledAtExitRate, "{{workload}} rev {{revision}}"))
 	b.WithPanel(totals("Refused after the stop signal, per revision (retained series)", qRefusedTotal))
 	b.WithPanel(totals("Killed by SIGKILL, per revision (retained series)", qKilledTotal))
 	b.WithPanel(bars("Terminations by outcome", "Completed terminations: clean, refused, killed, refused_and_killed, partial (kernel view incomplete).", qOutcomes, "{{workload}} rev {{revision}} {{outcome}}"))

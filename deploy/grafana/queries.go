@@ -17,16 +17,20 @@ const nodeSel = `node=~"$node"`
 // Per-rollout queries. Counters of a revision are summed over nodes; the
 // revision is the rollout identity, so "per revision" reads "per rollout".
 var (
-	qRefusedRate  = `sum by (workload, revision) (increase(drainwatch_connections_refused_after_sigterm_total{` + sel + `}[$__rate_interval]))`
-	qKilledRate   = `sum by (workload, revision) (increase(drainwatch_requests_killed_by_sigkill_total{` + sel + `}[$__rate_interval]))`
-	qRefusedTotal = `sum by (workload, revision) (drainwatch_connections_refused_after_sigterm_total{` + sel + `})`
-	qKilledTotal  = `sum by (workload, revision) (drainwatch_requests_killed_by_sigkill_total{` + sel + `})`
-	qOutcomes     = `sum by (workload, revision, outcome) (increase(drainwatch_terminations_total{` + sel + `}[$__rate_interval]))`
-	qAcceptedLate = `sum by (workload, revision) (increase(drainwatch_connections_accepted_after_endpoint_removal_total{` + sel + `}[$__rate_interval]))`
-	qResetsRate   = `sum by (workload, revision) (increase(drainwatch_connections_reset_at_shutdown_total{` + sel + `}[$__rate_interval]))`
-	qReuseRate    = `sum by (workload, revision) (increase(drainwatch_requests_reset_on_reused_connections_total{` + sel + `}[$__rate_interval]))`
-	qProbesRate   = `sum by (workload, revision) (increase(drainwatch_probe_connections_refused_total{` + sel + `}[$__rate_interval]))`
-	qPartialRate  = `sum by (workload, reason) (increase(drainwatch_terminations_partial_total{` + wsel + `}[$__rate_interval]))`
+	qRefusedRate = `sum by (workload, revision) (increase(drainwatch_connections_refused_after_sigterm_total{` + sel + `}[$__rate_interval]))`
+	qKilledRate  = `sum by (workload, revision) (increase(drainwatch_requests_killed_by_sigkill_total{` + sel + `}[$__rate_interval]))`
+	// qKilledAtExitRate: requests killed in flight by an exit other than
+	// SIGKILL's (no handler for the stop signal, a shutdown timeout shorter
+	// than the longest request, a crash).
+	qKilledAtExitRate = `sum by (workload, revision) (increase(drainwatch_requests_killed_at_exit_total{` + sel + `}[$__rate_interval]))`
+	qRefusedTotal     = `sum by (workload, revision) (drainwatch_connections_refused_after_sigterm_total{` + sel + `})`
+	qKilledTotal      = `sum by (workload, revision) (drainwatch_requests_killed_by_sigkill_total{` + sel + `})`
+	qOutcomes         = `sum by (workload, revision, outcome) (increase(drainwatch_terminations_total{` + sel + `}[$__rate_interval]))`
+	qAcceptedLate     = `sum by (workload, revision) (increase(drainwatch_connections_accepted_after_endpoint_removal_total{` + sel + `}[$__rate_interval]))`
+	qResetsRate       = `sum by (workload, revision) (increase(drainwatch_connections_reset_at_shutdown_total{` + sel + `}[$__rate_interval]))`
+	qReuseRate        = `sum by (workload, revision) (increase(drainwatch_requests_reset_on_reused_connections_total{` + sel + `}[$__rate_interval]))`
+	qProbesRate       = `sum by (workload, revision) (increase(drainwatch_probe_connections_refused_total{` + sel + `}[$__rate_interval]))`
+	qPartialRate      = `sum by (workload, reason) (increase(drainwatch_terminations_partial_total{` + wsel + `}[$__rate_interval]))`
 	// Outside terminations the count is per workload (no revision label).
 	qSteadyReuseRate = `sum by (workload) (increase(drainwatch_requests_reset_on_reused_connections_outside_terminations_total{` + wsel + `}[$__rate_interval]))`
 )

@@ -75,7 +75,7 @@ func TestAlertsUseOnlyExportedMetrics(t *testing.T) {
 			}
 		}
 	}
-	if n != 8 {
-		t.Errorf("%d alerts, want 8", n)
+	if n != 9 {
+		t.Errorf("%d alerts, want 9", n)
 	}
 }

@@ -3,10 +3,12 @@ package e2e_test
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -140,15 +142,24 @@ func unique(prefix string) string { return prefix + "-" + rand.String(4) }
 type corev1Pod = corev1.Pod
 
 // terminationsTotal sums drainwatch_terminations_total over its series.
-func terminationsTotal(d *nodeDaemon) float64 {
+func terminationsTotal(d *nodeDaemon) float64 { return counterSum(d, "drainwatch_terminations_total", "") }
+
+// counterSum sums a counter of the daemon over its series of namespace ns
+// (every namespace when ns is ""); -1 when the registry cannot be read.
+func counterSum(d *nodeDaemon, name, ns string) float64 {
 	mfs, err := d.Metrics().Registry().Gather()
 	if err != nil {
 		return -1
 	}
 	var n float64
 	for _, mf := range mfs {
-		if mf.GetName() == "drainwatch_terminations_total" {
-			for _, m := range mf.GetMetric() {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if ns == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+				return l.GetName() == "namespace" && l.GetValue() == ns
+			}) {
 				n += m.GetCounter().GetValue()
 			}
 		}

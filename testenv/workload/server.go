@@ -18,6 +18,15 @@
 //     and Run waits for the connections to end (at most ShutdownTimeout).
 //   - grpc: the standard gRPC health service (see grpc.go) with
 //     GracefulStop after DrainDelay, bounded by ShutdownTimeout.
+//   - no-handler: naive's server with no signal handling at all (no
+//     signal.Notify): the Go runtime's default action ends it at the stop
+//     signal, whatever it is serving. As PID 1 of its container the
+//     kernel drops the runtime's re-raise of SIGTERM and the runtime exits
+//     with status 2; otherwise it dies of SIGTERM (143).
+//   - shutdown-short: protocol's drain, then Shutdown bounded by
+//     ShutdownTimeout; when the timeout expires first, Run returns the
+//     error without closing the connections (seed 003's pattern): the
+//     process exits 1 and its exit tears down the requests still running.
 //
 // naive and protocol are both "net/http Server.Shutdown after a drain
 // delay": naive's delay is zero, protocol's is DrainDelay. IgnoreStop
@@ -56,6 +65,9 @@ const (
 	ModeIgnoreTerm = "ignore-term"
 	ModeH2C        = "h2c"
 	ModeGRPC       = "grpc"
+	ModeNoHandler  = "no-handler"
+	// ModeShutdownShort: see the package comment.
+	ModeShutdownShort = "shutdown-short"
 )
 
 // Config is the server's behaviour.
@@ -164,6 +176,10 @@ func (s *Server) shutdown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	if err := s.http.Shutdown(ctx); err != nil {
+		if s.cfg.Mode == ModeShutdownShort {
+			s.log.Warn().Str("event", "shutdown_timeout").Err(err).Msg("exiting with requests in flight")
+			return fmt.Errorf("shutdown: %w", err)
+		}
 		_ = s.http.Close()
 		s.log.Warn().Str("event", "shutdown_timeout").Err(err).Msg("in-flight requests cut")
 		return fmt.Errorf("shutdown: %w", err)

@@ -114,3 +114,24 @@ func TestShellCommandQuotes(t *testing.T) {
 		t.Fatalf("ShellCommand = %q, want %q", got, want)
 	}
 }
+
+// TestShutdownShortReturnsWithRequestInFlight: the timeout expires before
+// /slow finishes; Run returns the error and leaves the connection open for
+// the process's exit to tear down (no Close, which would reset it while
+// the process is alive).
+func TestShutdownShortReturnsWithRequestInFlight(t *testing.T) {
+	base, stop, done := start(t, Config{Mode: ModeShutdownShort, DrainDelay: 50 * time.Millisecond,
+		ShutdownTimeout: 200 * time.Millisecond, WorkDuration: 20 * time.Millisecond})
+	slow := make(chan int, 1)
+	go func() { code, _ := get(base + "/slow?ms=1500"); slow <- code }()
+	time.Sleep(50 * time.Millisecond)
+	stop <- syscall.SIGTERM
+	if err := <-done; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run = %v, want the shutdown's deadline", err)
+	}
+	select {
+	case code := <-slow:
+		t.Fatalf("/slow ended (%d) when Run returned: the connection was closed by the server", code)
+	case <-time.After(100 * time.Millisecond):
+	}
+}

@@ -141,3 +141,31 @@ func TestPythonHTTPDiesAtSIGTERM(t *testing.T) {
 		t.Fatalf("/work after exit: %s, want refused", r.Outcome)
 	}
 }
+
+// TestNodeUnderTiniDiesAtSIGTERM: tini forwards SIGTERM to node, which has
+// no handler and dies of it with its slow request open; tini exits 143.
+func TestNodeUnderTiniDiesAtSIGTERM(t *testing.T) {
+	requireBinary(t, workload.NodePath)
+	requireBinary(t, workload.TiniPath)
+	addr := freeAddr(t)
+	argv, err := workload.NodeHTTP{Dir: t.TempDir(), Addr: addr}.Write()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := startProcess(t, argv, addr)
+	slow := make(chan client.Request, 1)
+	sent := make(chan struct{})
+	go func() { slow <- client.Get(context.Background(), loopback, addr, "/slow?ms=5000", 10*time.Second, sent) }()
+	<-sent
+	time.Sleep(100 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 143 {
+		t.Errorf("tini exit code %d, want 143 (node died of SIGTERM)", code)
+	}
+	if r := <-slow; r.Outcome != client.EOF && r.Outcome != client.Reset {
+		t.Errorf("slow request: %s, want eof or reset (the exit tore it down)", r.Outcome)
+	}
+}

@@ -1,7 +1,7 @@
 // Command dwserver is testenv's workload server (image name "dwserver"):
 // see package testenv/workload for the modes and routes.
 //
-//	dwserver --mode=naive|protocol|ignore-term|h2c|grpc [--port=8080] [--addr=127.0.0.1:8080]
+//	dwserver --mode=naive|protocol|ignore-term|h2c|grpc|no-handler|shutdown-short [--port=8080] [--addr=127.0.0.1:8080]
 //	         [--drain-delay=1.5s] [--shutdown-timeout=25s] [--work=20ms] [--log-requests]
 //	         [--ignore-stop] [--end-streams] [--idle-timeout=0]
 package main
@@ -24,7 +24,7 @@ func main() {
 	var cfg workload.Config
 	port := flag.Int("port", 8080, "TCP port to listen on (all addresses)")
 	addr := flag.String("addr", "", "address to listen on; overrides --port (tests use a loopback address)")
-	flag.StringVar(&cfg.Mode, "mode", workload.ModeNaive, "naive, protocol, ignore-term, h2c or grpc")
+	flag.StringVar(&cfg.Mode, "mode", workload.ModeNaive, "naive, protocol, ignore-term, h2c, grpc, no-handler or shutdown-short")
 	flag.DurationVar(&cfg.DrainDelay, "drain-delay", 1500*time.Millisecond, "protocol, h2c, grpc: keep serving this long after SIGTERM")
 	flag.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 25*time.Second, "bound on finishing in-flight requests")
 	flag.DurationVar(&cfg.WorkDuration, "work", 20*time.Millisecond, "duration of /work")
@@ -57,17 +57,21 @@ func run(cfg workload.Config, log zerolog.Logger) error {
 			"--shutdown-timeout=" + cfg.ShutdownTimeout.String(), "--work=" + cfg.WorkDuration.String(),
 			"--log-requests=" + strconv.FormatBool(cfg.LogRequests),
 		})
-	case workload.ModeNaive, workload.ModeProtocol, workload.ModeH2C, workload.ModeGRPC:
+	case workload.ModeNaive, workload.ModeProtocol, workload.ModeH2C, workload.ModeGRPC, workload.ModeNoHandler, workload.ModeShutdownShort:
 	default:
-		return fmt.Errorf("unknown --mode %q: want naive, protocol, ignore-term, h2c or grpc", cfg.Mode)
+		return fmt.Errorf("unknown --mode %q: want naive, protocol, ignore-term, h2c, grpc, no-handler or shutdown-short", cfg.Mode)
 	}
 	stop := make(chan os.Signal, 1)
-	if cfg.IgnoreStop {
+	switch {
+	case cfg.Mode == workload.ModeNoHandler:
+		// No signal.Notify: the runtime's default action ends the process.
+		log.Info().Str("event", "no_handler").Msg("no signal handler: the stop signal ends the server")
+	case cfg.IgnoreStop:
 		// Whatever stop signal the runtime sends, the process lives on
 		// until SIGKILL cuts what it is serving.
 		signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGHUP)
 		log.Info().Str("event", "ignore_stop").Msg("stop signals ignored, only SIGKILL ends the server")
-	} else {
+	default:
 		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	}
 	log.Info().Str("event", "start").Str("mode", cfg.Mode).Dur("drain_delay", cfg.DrainDelay).Msg("starting")

@@ -39,7 +39,9 @@ func TestRequestsKilledAtExit(t *testing.T) {
 	node := t.TempDir()
 	for _, tc := range []exitCase{
 		{name: "go-no-handler", exit: 2, death: correlate.DeathNoDrain, comm: "dwserver", diag: correlate.DiagStopSignalKills,
-			dep: func(ns string) *appsv1.Deployment { return cluster.ServerDeployment(ns, "web", workload.ModeNoHandler, 1) }},
+			dep: func(ns string) *appsv1.Deployment {
+				return cluster.ServerDeployment(ns, "web", workload.ModeNoHandler, 1)
+			}},
 		{name: "go-shutdown-short", exit: 1, death: correlate.DeathAfterShutdown, comm: "dwserver", diag: correlate.DiagExitedInflight,
 			dep: func(ns string) *appsv1.Deployment {
 				return cluster.ServerDeployment(ns, "web", workload.ModeShutdownShort, 1, "--drain-delay=1s", "--shutdown-timeout=1s")

@@ -142,7 +142,9 @@ func unique(prefix string) string { return prefix + "-" + rand.String(4) }
 type corev1Pod = corev1.Pod
 
 // terminationsTotal sums drainwatch_terminations_total over its series.
-func terminationsTotal(d *nodeDaemon) float64 { return counterSum(d, "drainwatch_terminations_total", "") }
+func terminationsTotal(d *nodeDaemon) float64 {
+	return counterSum(d, "drainwatch_terminations_total", "")
+}
 
 // counterSum sums a counter of the daemon over its series of namespace ns
 // (every namespace when ns is ""); -1 when the registry cannot be read.

@@ -59,7 +59,7 @@ func ignoreTermScenario(ctx context.Context, l *Lab) ([]Result, error) {
 		client.Summarize(slow), client.Summarize(work), agent.SIGKILLAt.Sub(agent.StopSignalAt).Seconds(), agent.ExitCode),
 		"drainwatch timeline", text, 50))
 	l.record(name, ns, vs, text, map[string][]client.Request{"slow": slow, "work": work})
-	c, death := vs[0].Counts, Death{agent.SIGKILLAt, agent.ExitAt}
+	c, death := vs[0].Counts, Death{SIGKILL: agent.SIGKILLAt, Exit: agent.ExitAt}
 	// The server never shuts down (its PID 1 ignores SIGTERM until the
 	// SIGKILL): whatever the clients saw reset before the SIGKILL would be
 	// a shutdown's reset, and there is none to see.

@@ -45,7 +45,15 @@ func RefusedTo(target string, reqs ...[]client.Request) int {
 
 // Death is when a container got SIGKILL and when it was gone, from the
 // node agent's termination record (zero SIGKILL: it exited in time).
-type Death struct{ SIGKILL, Exit time.Time }
+// StopSignal is when the agent sent the stop signal. NoDrain says the
+// scenario's server does not drain (it dies of the stop signal, or its own
+// shutdown gives up on what it still serves): a property of the server the
+// scenario runs, known without drainwatch.
+type Death struct {
+	SIGKILL, Exit time.Time
+	StopSignal    time.Time
+	NoDrain       bool
+}
 
 // KilledBy counts the requests to target killed by the container's SIGKILL.
 func KilledBy(target string, d Death, reqs ...[]client.Request) int {
@@ -73,6 +81,35 @@ func Killed(r client.Request, d Death) bool {
 // written: client.Get records a failed write as a net.OpError "write ...".
 func written(r client.Request) bool { return !strings.HasPrefix(r.Err, "write ") }
 
+// Killed at exit: a request to a server that does not drain (Death.NoDrain)
+// and exited without SIGKILL, that was written, got no complete response
+// (a reset or an EOF), started before the container was gone and ended at
+// or after the stop signal: the server's exit cut it. This is
+// requests_killed_at_exit seen from the other end. The exit/ scenarios send
+// nothing but requests in flight at the deletion, so no connection is
+// made after the stop signal that a live shutdown could reset.
+
+// KilledAtExitTo counts the requests to target cut by the exit of a server
+// that does not drain.
+func KilledAtExitTo(target string, d Death, reqs ...[]client.Request) int {
+	n := 0
+	for _, rs := range reqs {
+		for _, r := range rs {
+			if r.Target == target && KilledAtExit(r, d) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// KilledAtExit reports whether r was cut by the exit (not SIGKILL) of a
+// server that does not drain.
+func KilledAtExit(r client.Request, d Death) bool {
+	cut := r.Outcome == client.Reset || r.Outcome == client.EOF
+	return d.NoDrain && d.SIGKILL.IsZero() && cut && written(r) && r.Start.Before(d.Exit) && !r.End.Before(d.StopSignal)
+}
+
 // Reset at shutdown: a request to the pod whose connection was established
 // and then reset (ECONNRESET, a failed write included: an accept-queue
 // connection reset at the listener's close, or a handshake the closed
@@ -81,7 +118,9 @@ func written(r client.Request) bool { return !strings.HasPrefix(r.Err, "write ")
 // and ended before it. This is connections_reset_at_shutdown seen from the
 // other end. The lab's servers drain what they accepted before they exit
 // (Go's Shutdown, nginx's graceful SIGQUIT), so no connection is reset by
-// an exit other than SIGKILL's, which this definition would count.
+// an exit other than SIGKILL's, which this definition would count; the
+// exit/ scenarios' servers, which do not drain, have that count of their own
+// (KilledAtExit), never counted here.
 
 // ResetAtShutdownTo counts the requests to target reset or closed unanswered
 // by the shutdown of a live server.
@@ -102,5 +141,5 @@ func ResetAtShutdownTo(target string, d Death, reqs ...[]client.Request) int {
 func ResetAtShutdown(r client.Request, d Death) bool {
 	cut := r.Outcome == client.Reset || r.Outcome == client.EOF
 	alive := d.SIGKILL.IsZero() || r.End.Before(d.SIGKILL)
-	return cut && alive && !Killed(r, d)
+	return cut && alive && !Killed(r, d) && !KilledAtExit(r, d)
 }

@@ -38,7 +38,7 @@ type Config struct {
 	Log          zerolog.Logger // testenv's own logs (warnings)
 	// Scenarios selects scenarios by name prefix ("seeds", "rollout",
 	// "ignore-term", "prestop-fails", "nginx-sigquit", "kube-proxy", "l7",
-	// "stop");
+	// "stop", "exit");
 	// empty runs them all.
 	Scenarios   []string
 	Screenshots bool // the /ui pages, with headless chromium

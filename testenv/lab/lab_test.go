@@ -105,6 +105,21 @@ var expectations = map[string]func(lab.Result) bool{
 		return r.ClientRefused >= 3 && r.ClientKilled == 0 && has(r, correlate.DiagListenerClosedEarly) &&
 			strings.Count(r.Note, "cause node_shutdown (DisruptionTarget: TerminationByKubelet, status reason Terminated) of the pod") == 3
 	},
+	// Each exit/ server dies with its 4 /slow in flight, no SIGKILL: all 4
+	// killed at exit, the outcome killed, the diagnosis of how it died and
+	// never clean. The exit code is the runtime's: Go exits 2 at SIGTERM
+	// without signal.Notify (PID 1: the re-raised default action is
+	// dropped), seed 003's main returns Shutdown's error (exit 1), tini
+	// reports node's death of SIGTERM as 143.
+	"exit/go-no-handler": func(r lab.Result) bool {
+		return exitRow(r, correlate.DiagStopSignalKills, "exit code 2 (node agent), 2 (drainwatch); death exit_without_drain of dwserver")
+	},
+	"exit/go-shutdown-short": func(r lab.Result) bool {
+		return exitRow(r, correlate.DiagExitedInflight, "exit code 1 (node agent), 1 (drainwatch); death exit_after_shutdown of dwserver")
+	},
+	"exit/node-tini": func(r lab.Result) bool {
+		return exitRow(r, correlate.DiagStopSignalKills, "exit code 143 (node agent), 143 (drainwatch); death stop_signal of node")
+	},
 	// Exactly the 3 /slow and the /alloc in flight die with the OOM kill.
 	"stop/oom-kill": func(r lab.Result) bool {
 		return r.ClientKilled == 4 && r.ClientRefused == 0 && has(r, correlate.DiagOOMKilled) &&
@@ -113,6 +128,12 @@ var expectations = map[string]func(lab.Result) bool{
 }
 
 func has(r lab.Result, code string) bool { return slices.Contains(r.Diagnoses, code) }
+
+// exitRow: an exit/ row lost its 4 requests at the exit, nothing else.
+func exitRow(r lab.Result, diag, note string) bool {
+	return r.ClientKilledAtExit == 4 && r.ClientKilled == 0 && r.ClientRefused == 0 && r.ClientResetAtShutdown == 0 &&
+		has(r, diag) && !has(r, correlate.DiagClean) && strings.Contains(r.Note, note+"; outcome killed")
+}
 
 // TestLab runs `make lab` as a newcomer does (about 6 minutes): every
 // scenario, the real node (kubelet, containerd) and its real/ scenarios
@@ -183,6 +204,7 @@ func checkResultsDir(t *testing.T, out string, n int) {
 	}
 	summary := s.Scenarios
 	for _, k := range []string{"name", "client_refused", "drainwatch_refused", "client_killed", "drainwatch_killed",
+		"client_killed_at_exit", "drainwatch_killed_at_exit",
 		"prober_probe_refused", "drainwatch_probe_refused", "client_reset_at_shutdown", "drainwatch_reset_at_shutdown", "diagnoses"} {
 		if _, ok := summary[0][k]; !ok {
 			t.Errorf("summary.json entries lack %q: %v", k, summary[0])

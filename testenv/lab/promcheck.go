@@ -9,21 +9,24 @@ import (
 )
 
 // promTotals are a namespace's sums of drainwatch's counters.
-type promTotals struct{ refused, killed, probes, resets int }
+type promTotals struct{ refused, killed, killedAtExit, probes, resets int }
 
 // counterMetrics are the counters the table compares, in promTotals' order.
 var counterMetrics = []string{
 	"drainwatch_connections_refused_after_sigterm_total",
 	"drainwatch_requests_killed_by_sigkill_total",
+	"drainwatch_requests_killed_at_exit_total",
 	"drainwatch_probe_connections_refused_total",
 	"drainwatch_connections_reset_at_shutdown_total",
 }
 
-func (t *promTotals) fields() []*int { return []*int{&t.refused, &t.killed, &t.probes, &t.resets} }
+func (t *promTotals) fields() []*int {
+	return []*int{&t.refused, &t.killed, &t.killedAtExit, &t.probes, &t.resets}
+}
 
 // apiTotals are a row's drainwatch numbers as the daemons' API gave them.
 func apiTotals(r Result) promTotals {
-	return promTotals{r.DrainwatchRefused, r.DrainwatchKilled, r.DrainwatchProbeRefused, r.DrainwatchResetAtShutdown}
+	return promTotals{r.DrainwatchRefused, r.DrainwatchKilled, r.DrainwatchKilledAtExit, r.DrainwatchProbeRefused, r.DrainwatchResetAtShutdown}
 }
 
 // checkPrometheus compares, for every scenario namespace that took its
@@ -52,7 +55,8 @@ func (l *Lab) checkPrometheus(ctx context.Context, results []Result) {
 }
 
 func (t promTotals) String() string {
-	return fmt.Sprintf("(refused %d, killed %d, probe refused %d, reset at shutdown %d)", t.refused, t.killed, t.probes, t.resets)
+	return fmt.Sprintf("(refused %d, killed %d, killed at exit %d, probe refused %d, reset at shutdown %d)",
+		t.refused, t.killed, t.killedAtExit, t.probes, t.resets)
 }
 
 // promTotals waits until Prometheus has scraped the namespace's

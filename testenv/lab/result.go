@@ -20,6 +20,11 @@ type Result struct {
 	DrainwatchRefused int    `json:"drainwatch_refused"`
 	ClientKilled      int    `json:"client_killed"`
 	DrainwatchKilled  int    `json:"drainwatch_killed"`
+	// ClientKilledAtExit: requests the clients saw cut by the exit of a
+	// server that does not drain (groundtruth.go); drainwatch's is
+	// requests_killed_at_exit.
+	ClientKilledAtExit     int `json:"client_killed_at_exit"`
+	DrainwatchKilledAtExit int `json:"drainwatch_killed_at_exit"`
 	// ProberProbeRefused is the kubelet prober's own count of its probes
 	// refused since the deletion; drainwatch's is probe_refused.
 	ProberProbeRefused     int `json:"prober_probe_refused"`
@@ -50,6 +55,7 @@ type Result struct {
 // Agree reports whether the scenario ran and every pair is equal.
 func (r Result) Agree() bool {
 	return r.Error == "" && r.ClientRefused == r.DrainwatchRefused && r.ClientKilled == r.DrainwatchKilled &&
+		r.ClientKilledAtExit == r.DrainwatchKilledAtExit &&
 		r.ProberProbeRefused == r.DrainwatchProbeRefused && r.ClientResetAtShutdown == r.DrainwatchResetAtShutdown &&
 		r.ProxyResetOnReuse == r.DrainwatchResetOnReuse
 }
@@ -68,7 +74,7 @@ func AllAgree(rs []Result) bool {
 func Table(rs []Result) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "scenario\trefused clients/drainwatch\tkilled clients/drainwatch\tprobe refused prober/drainwatch\t"+
+	fmt.Fprintln(tw, "scenario\trefused clients/drainwatch\tkilled clients/drainwatch\tkilled at exit clients/drainwatch\tprobe refused prober/drainwatch\t"+
 		"reset at shutdown clients/drainwatch\treset on reuse proxy/drainwatch\tagree\tdiagnosis")
 	for _, r := range rs {
 		agree := "yes"
@@ -79,8 +85,8 @@ func Table(rs []Result) string {
 		if r.Error != "" {
 			diag = "error: " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
-			r.ClientKilled, r.DrainwatchKilled, r.ProberProbeRefused, r.DrainwatchProbeRefused,
+		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
+			r.ClientKilled, r.DrainwatchKilled, r.ClientKilledAtExit, r.DrainwatchKilledAtExit, r.ProberProbeRefused, r.DrainwatchProbeRefused,
 			r.ClientResetAtShutdown, r.DrainwatchResetAtShutdown, r.ProxyResetOnReuse, r.DrainwatchResetOnReuse, agree, diag)
 	}
 	_ = tw.Flush()

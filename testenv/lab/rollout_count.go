@@ -156,7 +156,7 @@ func (l *Lab) probeRefusals(p podRecord) (int, error) {
 func (l *Lab) deathOf(uid string) Death {
 	for _, t := range l.Cluster.Terminations(typesUID(uid)) {
 		if !t.SIGKILLAt.IsZero() {
-			return Death{t.SIGKILLAt, t.ExitAt}
+			return Death{SIGKILL: t.SIGKILLAt, Exit: t.ExitAt}
 		}
 	}
 	return Death{}
@@ -216,10 +216,13 @@ func revisionResult(i int, rev string, c revCount, prom promTotals, vs []exporte
 		}
 	}
 	sum := sumCounts(mine...)
-	api := promTotals{sum.RefusedAfterSigterm, sum.RequestsKilledBySigkill, sum.ProbeRefused, sum.ConnectionsResetAtShutdown}
+	api := promTotals{sum.RefusedAfterSigterm, sum.RequestsKilledBySigkill, sum.RequestsKilledAtExit, sum.ProbeRefused, sum.ConnectionsResetAtShutdown}
 	r := Result{Name: fmt.Sprintf("rollout/revision-%s (%s)", rev, revisionLabels[i]), Namespace: rolloutNS, Revision: rev, Source: "prometheus",
 		ClientRefused: c.refused, DrainwatchRefused: prom.refused, ClientKilled: c.killed, DrainwatchKilled: prom.killed,
-		ProberProbeRefused: c.probes, DrainwatchProbeRefused: prom.probes,
+		// The rollout's naive servers drain before they exit: the router
+		// saw nothing cut by an exit, and drainwatch must say the same.
+		DrainwatchKilledAtExit: prom.killedAtExit,
+		ProberProbeRefused:     c.probes, DrainwatchProbeRefused: prom.probes,
 		ClientResetAtShutdown: c.resets, DrainwatchResetAtShutdown: prom.resets, Diagnoses: diagnosisCodes(mine...),
 		Note: fmt.Sprintf("%d pods; api %s; whole run: clients %s, router %s", len(mine),
 			api, client.Summarize(run.reqs), routerSummary(run.conns))}

@@ -46,6 +46,9 @@ func Scenarios() []Scenario {
 		{"stop/node-pressure-eviction", "the kubelet evicts a naive server under memory pressure: no deletion, its endpoint still ready", evictionScenario},
 		{"stop/node-shutdown", "graceful node shutdown stops three naive servers of one node at once (grace 10 s): no deletion", nodeShutdownScenario},
 		{"stop/oom-kill", "the kernel's OOM killer kills a server (memory limit 64Mi) with 4 requests in flight; the kubelet restarts it", oomScenario},
+		{exitGoNoHandler.name, exitGoNoHandler.about, exitScenario(exitGoNoHandler)},
+		{exitGoShutdownShort.name, exitGoShutdownShort.about, exitScenario(exitGoShutdownShort)},
+		{exitNodeTini.name, exitNodeTini.about, exitScenario(exitNodeTini)},
 	}
 }
 
@@ -114,8 +117,8 @@ func (l *Lab) RunScenarios(ctx context.Context) []Result {
 			rs = append(rs, Result{Name: s.Name, Error: err.Error(), NotStarted: why, Diagnoses: []string{}})
 		}
 		for _, r := range rs {
-			l.progress.Step("%s: refused %d/%d, killed %d/%d, probe refused %d/%d, reset at shutdown %d/%d (ground truth/drainwatch) %v",
-				r.Name, r.ClientRefused, r.DrainwatchRefused, r.ClientKilled, r.DrainwatchKilled, r.ProberProbeRefused,
+			l.progress.Step("%s: refused %d/%d, killed %d/%d, killed at exit %d/%d, probe refused %d/%d, reset at shutdown %d/%d (ground truth/drainwatch) %v",
+				r.Name, r.ClientRefused, r.DrainwatchRefused, r.ClientKilled, r.DrainwatchKilled, r.ClientKilledAtExit, r.DrainwatchKilledAtExit, r.ProberProbeRefused,
 				r.DrainwatchProbeRefused, r.ClientResetAtShutdown, r.DrainwatchResetAtShutdown, r.Diagnoses)
 		}
 		results = append(results, rs...)

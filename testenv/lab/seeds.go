@@ -83,7 +83,7 @@ func (l *Lab) seedsResult(ctx context.Context, name, ns string, pod *corev1.Pod,
 	text := l.timelineCLI(ctx, ns, vs)
 	l.progress.Block(sideBySide("clients (0 = the delete)", res.Timeline(), "drainwatch timeline (0 = the stop signal)", text, 50))
 	l.record(name, ns, vs, text, res)
-	v, death := vs[0], Death{agent.SIGKILLAt, agent.ExitAt}
+	v, death := vs[0], Death{SIGKILL: agent.SIGKILLAt, Exit: agent.ExitAt}
 	return Result{
 		Name: name, Namespace: ns, Source: "api", Diagnoses: diagnosisCodes(vs...),
 		ClientRefused:      RefusedTo(work, res.Work) + RefusedTo(addr, atPod...),

@@ -202,6 +202,7 @@ func (l *Lab) stopRow(name string, pod *corev1.Pod, v exporter.TerminationView, 
 	return Result{Name: name, Namespace: pod.Namespace, Source: "api", Diagnoses: diagnosisCodes(v),
 		ClientRefused: RefusedTo(addr, all...), DrainwatchRefused: c.RefusedAfterSigterm,
 		ClientKilled: KilledBy(addr, death, all...), DrainwatchKilled: c.RequestsKilledBySigkill,
+		ClientKilledAtExit: KilledAtExitTo(addr, death, all...), DrainwatchKilledAtExit: c.RequestsKilledAtExit,
 		ProberProbeRefused: probes, DrainwatchProbeRefused: c.ProbeRefused,
 		ClientResetAtShutdown: ResetAtShutdownTo(addr, death, all...), DrainwatchResetAtShutdown: c.ConnectionsResetAtShutdown,
 		Note: fmt.Sprintf("%s%s; drainwatch refused before the stop signal %d", summary, note, c.RefusedBeforeSigterm)}, nil
@@ -312,7 +313,7 @@ func evictionScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	if m.EndpointsNotReady.IsZero() || !m.ListenerClosed.Before(m.EndpointsNotReady) {
 		ready = "no"
 	}
-	return l.stopResult(ctx, name, pod, v, since, Death{stopped.SIGKILLAt, stopped.ExitAt}, map[string][]client.Request{"work": work},
+	return l.stopResult(ctx, name, pod, v, since, Death{SIGKILL: stopped.SIGKILLAt, Exit: stopped.ExitAt}, map[string][]client.Request{"work": work},
 		fmt.Sprintf("exit code %d; %s; endpoint still ready at the listener's close: %s", stopped.ExitCode, causeNote(v, correlate.CauseNodePressure), ready))
 }
 
@@ -382,7 +383,7 @@ func (l *Lab) shutdownResult(ctx context.Context, name string, pods []corev1.Pod
 			return nil, err
 		}
 		v := got[0]
-		r, err := l.stopRow(pod.Name, pod, v, since, Death{stopped.SIGKILLAt, stopped.ExitAt}, map[string][]client.Request{"work": work[i]},
+		r, err := l.stopRow(pod.Name, pod, v, since, Death{SIGKILL: stopped.SIGKILLAt, Exit: stopped.ExitAt}, map[string][]client.Request{"work": work[i]},
 			fmt.Sprintf("exit code %d; %s", stopped.ExitCode, causeNote(v, correlate.CauseNodeShutdown)))
 		if err != nil {
 			return nil, err
@@ -411,6 +412,8 @@ func addRow(sum *Result, r Result) {
 	sum.DrainwatchRefused += r.DrainwatchRefused
 	sum.ClientKilled += r.ClientKilled
 	sum.DrainwatchKilled += r.DrainwatchKilled
+	sum.ClientKilledAtExit += r.ClientKilledAtExit
+	sum.DrainwatchKilledAtExit += r.DrainwatchKilledAtExit
 	sum.ProberProbeRefused += r.ProberProbeRefused
 	sum.DrainwatchProbeRefused += r.DrainwatchProbeRefused
 	sum.ClientResetAtShutdown += r.ClientResetAtShutdown

@@ -49,11 +49,13 @@ func TestTableMarksDisagreement(t *testing.T) {
 		{Name: "probes differ", ProberProbeRefused: 7, DrainwatchProbeRefused: 6},
 		{Name: "resets differ", ClientResetAtShutdown: 5, DrainwatchResetAtShutdown: 4},
 		{Name: "reuse differs", ProxyResetOnReuse: 9, DrainwatchResetOnReuse: 8},
+		{Name: "exit differs", ClientKilledAtExit: 4, DrainwatchKilledAtExit: 1},
 	}
 	table := Table(rs)
 	if AllAgree(rs) || !strings.Contains(table, "44 / 44") || !strings.Contains(table, "3 / 2") || !strings.Contains(table, "NO") ||
 		!strings.Contains(table, "7 / 6") || !strings.Contains(table, "5 / 4") || !strings.Contains(table, "probe refused prober/drainwatch") ||
-		!strings.Contains(table, "9 / 8") || !strings.Contains(table, "reset on reuse proxy/drainwatch") {
+		!strings.Contains(table, "9 / 8") || !strings.Contains(table, "reset on reuse proxy/drainwatch") ||
+		!strings.Contains(table, "4 / 1") || !strings.Contains(table, "killed at exit clients/drainwatch") {
 		t.Errorf("table:\n%s", table)
 	}
 	for _, r := range rs[1:] {
@@ -94,6 +96,45 @@ func TestResetAtShutdown(t *testing.T) {
 			t.Errorf("%s: reset at shutdown = %v, want %v", tc.name, got, tc.want)
 		}
 		if n := ResetAtShutdownTo("b", tc.d, []client.Request{r}); n != 0 {
+			t.Errorf("%s: another target counted", tc.name)
+		}
+	}
+}
+
+// TestKilledAtExit pins the clients' definition of a request cut by the
+// exit of a server that does not drain, and that such a cut is never also
+// a reset at shutdown.
+func TestKilledAtExit(t *testing.T) {
+	at := func(s float64) time.Time { return time.Unix(0, 0).Add(time.Duration(s * float64(time.Second))) }
+	dies := Death{StopSignal: at(100), Exit: at(100.01), NoDrain: true}
+	cases := []struct {
+		name    string
+		d       Death
+		start   float64
+		end     float64
+		outcome client.Outcome
+		err     string
+		want    bool
+	}{
+		{"empty reply at the exit", dies, 90, 100.005, client.EOF, "EOF", true},
+		{"reset at the exit", dies, 90, 100.005, client.Reset, "read: connection reset by peer", true},
+		{"answered before it", dies, 90, 99, client.OK, "", false},
+		{"cut before the stop signal", dies, 90, 99.9, client.EOF, "EOF", false},
+		{"started after the exit", dies, 100.02, 100.03, client.Reset, "read: connection reset by peer", false},
+		{"write failed", dies, 90, 100.005, client.Reset, "write tcp: broken pipe", false},
+		{"refused", dies, 100.005, 100.006, client.Refused, "", false},
+		{"a server that drains", Death{StopSignal: at(100), Exit: at(100.01)}, 90, 100.005, client.EOF, "EOF", false},
+		{"SIGKILL's, not the exit's", Death{StopSignal: at(100), SIGKILL: at(100.001), Exit: at(100.01), NoDrain: true}, 90, 100.005, client.EOF, "EOF", false},
+	}
+	for _, tc := range cases {
+		r := client.Request{Target: "a", Start: at(tc.start), End: at(tc.end), Outcome: tc.outcome, Err: tc.err}
+		if got := KilledAtExit(r, tc.d); got != tc.want {
+			t.Errorf("%s: killed at exit = %v, want %v", tc.name, got, tc.want)
+		}
+		if tc.want && (ResetAtShutdown(r, tc.d) || Killed(r, tc.d)) {
+			t.Errorf("%s: also counted as reset at shutdown or killed by SIGKILL", tc.name)
+		}
+		if n := KilledAtExitTo("b", tc.d, []client.Request{r}); n != 0 {
 			t.Errorf("%s: another target counted", tc.name)
 		}
 	}

@@ -94,6 +94,7 @@ func sumCounts(vs ...exporter.TerminationView) correlate.Counts {
 		c.RefusedAfterSigterm += v.Counts.RefusedAfterSigterm
 		c.RefusedBeforeSigterm += v.Counts.RefusedBeforeSigterm
 		c.RequestsKilledBySigkill += v.Counts.RequestsKilledBySigkill
+		c.RequestsKilledAtExit += v.Counts.RequestsKilledAtExit
 		c.ProbeRefused += v.Counts.ProbeRefused
 		c.ConnectionsResetAtShutdown += v.Counts.ConnectionsResetAtShutdown
 	}

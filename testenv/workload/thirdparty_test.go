@@ -155,7 +155,9 @@ func TestNodeUnderTiniDiesAtSIGTERM(t *testing.T) {
 	cmd := startProcess(t, argv, addr)
 	slow := make(chan client.Request, 1)
 	sent := make(chan struct{})
-	go func() { slow <- client.Get(context.Background(), loopback, addr, "/slow?ms=5000", 10*time.Second, sent) }()
+	go func() {
+		slow <- client.Get(context.Background(), loopback, addr, "/slow?ms=5000", 10*time.Second, sent)
+	}()
 	<-sent
 	time.Sleep(100 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

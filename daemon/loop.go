@@ -13,6 +13,7 @@ import (
 // loopCounters are the loop's own bookkeeping between ticks.
 type loopCounters struct {
 	lastTick     time.Time
+	reads        lossReads
 	lost         uint64
 	untracked    uint64
 	evicted      map[string]uint64
@@ -29,6 +30,7 @@ func (d *Daemon) loop(ctx context.Context, kubeErr, srvErr <-chan error) error {
 	defer save.Stop()
 	events := d.kernel.Events()
 	d.counters.lastTick = d.cfg.Now()
+	d.counters.reads.last = d.counters.lastTick
 	d.counters.pace.input(d.counters.lastTick) // the start is busy
 	d.beat.Store(d.counters.lastTick.UnixNano())
 	for {
@@ -143,23 +145,27 @@ func (d *Daemon) steadyReuse() {
 	}
 }
 
-// accountLost turns kernel events lost since the last tick into a gap: the
-// terminations overlapping it are partial.
+// accountLost turns kernel events lost since the last successful read of
+// the kernel's counters into a gap: the terminations overlapping it are
+// partial. A failed read is a gap as well (lossUnread): what it would have
+// said is unknown, and the next successful read counts what it missed.
 func (d *Daemon) accountLost(now time.Time) {
 	st, err := d.kernel.Stats()
 	if err != nil {
-		d.log.Debug().Err(err).Msg("reading kernel stats")
+		d.lossUnread(now, err)
+		return
 	}
+	from := d.lossRead(now)
 	if lost := st.Lost(); lost > d.counters.lost {
 		d.metrics.AddKernelEventsLost(lost - d.counters.lost)
-		d.corr.KernelGap("events_lost", d.counters.lastTick, now)
+		d.corr.KernelGap("events_lost", from, now)
 		d.counters.pace.changed = true
 		d.log.Warn().Uint64("lost", lost-d.counters.lost).Msg("kernel events lost: overlapping terminations are partial")
 		d.counters.lost = lost
 	}
 	if st.Untracked > d.counters.untracked {
 		d.metrics.AddConnectionsUntracked(st.Untracked - d.counters.untracked)
-		d.corr.KernelGap("conn_tracking_full", d.counters.lastTick, now)
+		d.corr.KernelGap("conn_tracking_full", from, now)
 		d.counters.pace.changed = true
 		d.log.Warn().Uint64("untracked", st.Untracked-d.counters.untracked).
 			Msg("the kernel's connection map is full: connections accepted now are not tracked, overlapping terminations are partial")

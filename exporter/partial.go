@@ -26,6 +26,7 @@ var partialReasons = []string{
 	"probe_unavailable",
 	"probe_fallback",
 	"conn_tracking_full",
+	"loss_counters_unreadable",
 	"other",
 }
 

@@ -15,6 +15,7 @@ type loopCounters struct {
 	lastTick     time.Time
 	reads        lossReads
 	lost         uint64
+	lostInKernel uint64 // Stats.LostInKernel as of lost
 	untracked    uint64
 	evicted      map[string]uint64
 	unattributed map[collector.EventType]uint64
@@ -156,6 +157,11 @@ func (d *Daemon) accountLost(now time.Time) {
 		return
 	}
 	from := d.lossRead(now)
+	if d.counters.reads.rebase {
+		d.baseline(st)
+		return
+	}
+	d.counters.lostInKernel = st.LostInKernel
 	if lost := st.Lost(); lost > d.counters.lost {
 		d.metrics.AddKernelEventsLost(lost - d.counters.lost)
 		d.corr.KernelGap("events_lost", from, now)
@@ -216,10 +222,10 @@ func (d *Daemon) checkpoint(clean bool) error {
 	now := d.cfg.Now()
 	counters := d.metrics.Counters()
 	scopes := d.scopes.Records()
-	cp := Checkpoint{Correlator: state, Scopes: scopes, Alive: now, Clean: clean, Counters: &counters}
-	if st, err := d.kernel.Stats(); err == nil {
-		cp.KernelLost = st.LostInKernel
-	}
+	// KernelLost is the kernel's count the saved counters include: a read
+	// now could add losses they do not (or fail and save 0).
+	cp := Checkpoint{Correlator: state, Scopes: scopes, Alive: now, Clean: clean, Counters: &counters,
+		KernelLost: d.counters.lostInKernel}
 	if err := d.store.SaveCheckpoint(cp, d.completed); err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ type lossReads struct {
 	// last is the last successful read: every loss gap starts there.
 	last    time.Time
 	failing bool
+	// rebase: the start's read failed, the next good one is the baseline.
+	rebase bool
 	// failed counts the failed reads since the last warning; warned is
 	// that warning's time, and outageWarned says whether the current
 	// outage had one (only then is its end logged).

@@ -76,6 +76,36 @@ func TestFailedLossReadMakesTerminationsPartial(t *testing.T) {
 	}
 }
 
+// TestFailedBaselineRead: the start's read fails, with 100 losses of
+// earlier runs pinned in the kernel. The first good read is the baseline
+// (the 100 are not counted again), and the terminations overlapping the
+// span before it are partial.
+func TestFailedBaselineRead(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		firstGood int
+		partial   []string
+	}{
+		{"readable before the deletion", -60000, nil},
+		{"readable after the exit", 3000, []string{lossUnreadable}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, k := lossTestDaemon(t, nil)
+			started := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).Add(-65 * time.Second)
+			d.cfg.Now = func() time.Time { return started }
+			k.st.LostInKernel, k.err = 100, errors.New("reading the lost-events counter: bad file descriptor")
+			d.baselineLost(Checkpoint{}, false)
+			got := terminationWithReads(t, d, k, []read{{ms: tc.firstGood, lost: 100}, {ms: 4000, lost: 100}})
+			if !slices.Equal(got.PartialReasons, tc.partial) {
+				t.Errorf("partial %v, want %v", got.PartialReasons, tc.partial)
+			}
+			if n := lostTotal(t, d); n != 0 || d.counters.lostInKernel != 100 {
+				t.Errorf("drainwatch_kernel_events_lost_total = %d, baseline %d; want 0 and 100", n, d.counters.lostInKernel)
+			}
+		})
+	}
+}
+
 // TestRestoredLossGapEnds: a run that stopped while the reads failed
 // (a crash: no final read) saves the open gap; the next run's first good
 // read ends it, and its terminations are clean.

@@ -49,6 +49,12 @@ type gap struct {
 	from, to time.Time
 }
 
+// gapEnd is an EndGap call.
+type gapEnd struct {
+	reason string
+	to     time.Time
+}
+
 func feed(c *Correlator, evs []any) {
 	for _, e := range evs {
 		switch e := e.(type) {
@@ -73,6 +79,8 @@ func feed(c *Correlator, evs []any) {
 			}
 		case gap:
 			c.KernelGap(e.reason, e.from, e.to)
+		case gapEnd:
+			c.EndGap(e.reason, e.to)
 		case netnsDestroyed:
 			c.NetnsGone(e.ino, e.at)
 		case []any:

@@ -7,7 +7,8 @@ import (
 )
 
 // Kernel gaps make the terminations they overlap partial. A zero `to` is
-// open until a later gap of the same reason closes it, like the daemon's
+// open until a later gap of the same reason or EndGap closes it (EndGap
+// with no open gap of its reason changes nothing), like the daemon's
 // far-future `to` for a probe that never attached; an open gap is never
 // evicted by closed ones. protocol(true) runs from −20 ms to its deadline
 // at +7.6 s.
@@ -30,6 +31,15 @@ func TestKernelGaps(t *testing.T) {
 		{"open, closed during the drain", []any{gap{"probe_unavailable", ms(-90000), time.Time{}},
 			gap{"probe_unavailable", ms(1000), ms(1000)}}, []string{"probe_unavailable"}},
 		{"open from after the termination", []any{gap{"probe_unavailable", ms(8000), time.Time{}}}, nil},
+		{"open, ended before the deletion", []any{gap{"loss_counters_unreadable", ms(-90000), time.Time{}},
+			gapEnd{"loss_counters_unreadable", ms(-30000)}}, nil},
+		{"open, ended during the drain", []any{gap{"loss_counters_unreadable", ms(-90000), time.Time{}},
+			gapEnd{"loss_counters_unreadable", ms(1000)}}, []string{"loss_counters_unreadable"}},
+		{"ended, none open", []any{gapEnd{"loss_counters_unreadable", ms(1000)}}, nil},
+		{"ended, only a closed one", []any{gap{"loss_counters_unreadable", ms(-50000), ms(-40000)},
+			gapEnd{"loss_counters_unreadable", ms(1000)}}, nil},
+		{"another reason's open gap ended", []any{gap{"probe_unavailable", ms(-90000), time.Time{}},
+			gapEnd{"loss_counters_unreadable", ms(-30000)}}, []string{"probe_unavailable"}},
 		{"open, then more closed gaps than are kept", []any{gap{"probe_unavailable", ms(-90000), time.Time{}}, manyLost},
 			[]string{"probe_unavailable"}},
 	}

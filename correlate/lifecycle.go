@@ -54,6 +54,19 @@ func (c *Correlator) KernelGap(reason string, from, to time.Time) {
 	c.gaps = append(c.gaps, kernelGap{Reason: reason, From: from, To: to})
 }
 
+// EndGap closes at to the open gap with this reason, if there is one (a
+// span whose end was not known when it began: see KernelGap's zero to).
+// Without one it does nothing, so a caller can call it whenever the cause
+// is known to be over, also after a restart restored the open gap.
+func (c *Correlator) EndGap(reason string, to time.Time) {
+	for i, g := range c.gaps {
+		if g.Reason == reason && g.open() {
+			c.gaps[i].To = to
+			return
+		}
+	}
+}
+
 // evictable is the gap to drop when the list is full: the oldest closed
 // one, so an open gap (a probe still missing) keeps marking terminations.
 func evictable(gaps []kernelGap) int {

@@ -73,13 +73,6 @@ func (p *peerCounts) add(at time.Time, kind peerKind) {
 	p.Last = later(p.Last, at)
 }
 
-func (p *peerCounts) merge(o *peerCounts) {
-	p.Accepted += o.Accepted
-	p.Refused += o.Refused
-	p.ResetOnReuse += o.ResetOnReuse
-	p.Last = later(p.Last, o.Last)
-}
-
 // notePeer tallies one client connection of a termination by the peer's
 // address. Connections over loopback (from inside the pod) have no routing
 // decision behind them.

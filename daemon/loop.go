@@ -13,7 +13,9 @@ import (
 // loopCounters are the loop's own bookkeeping between ticks.
 type loopCounters struct {
 	lastTick     time.Time
+	reads        lossReads
 	lost         uint64
+	lostInKernel uint64 // Stats.LostInKernel as of lost
 	untracked    uint64
 	evicted      map[string]uint64
 	unattributed map[collector.EventType]uint64
@@ -29,6 +31,7 @@ func (d *Daemon) loop(ctx context.Context, kubeErr, srvErr <-chan error) error {
 	defer save.Stop()
 	events := d.kernel.Events()
 	d.counters.lastTick = d.cfg.Now()
+	d.counters.reads.last = d.counters.lastTick
 	d.counters.pace.input(d.counters.lastTick) // the start is busy
 	d.beat.Store(d.counters.lastTick.UnixNano())
 	for {
@@ -143,23 +146,32 @@ func (d *Daemon) steadyReuse() {
 	}
 }
 
-// accountLost turns kernel events lost since the last tick into a gap: the
-// terminations overlapping it are partial.
+// accountLost turns kernel events lost since the last successful read of
+// the kernel's counters into a gap: the terminations overlapping it are
+// partial. A failed read is a gap as well (lossUnread): what it would have
+// said is unknown, and the next successful read counts what it missed.
 func (d *Daemon) accountLost(now time.Time) {
 	st, err := d.kernel.Stats()
 	if err != nil {
-		d.log.Debug().Err(err).Msg("reading kernel stats")
+		d.lossUnread(now, err)
+		return
 	}
+	from := d.lossRead(now)
+	if d.counters.reads.rebase {
+		d.baseline(st)
+		return
+	}
+	d.counters.lostInKernel = st.LostInKernel
 	if lost := st.Lost(); lost > d.counters.lost {
 		d.metrics.AddKernelEventsLost(lost - d.counters.lost)
-		d.corr.KernelGap("events_lost", d.counters.lastTick, now)
+		d.corr.KernelGap("events_lost", from, now)
 		d.counters.pace.changed = true
 		d.log.Warn().Uint64("lost", lost-d.counters.lost).Msg("kernel events lost: overlapping terminations are partial")
 		d.counters.lost = lost
 	}
 	if st.Untracked > d.counters.untracked {
 		d.metrics.AddConnectionsUntracked(st.Untracked - d.counters.untracked)
-		d.corr.KernelGap("conn_tracking_full", d.counters.lastTick, now)
+		d.corr.KernelGap("conn_tracking_full", from, now)
 		d.counters.pace.changed = true
 		d.log.Warn().Uint64("untracked", st.Untracked-d.counters.untracked).
 			Msg("the kernel's connection map is full: connections accepted now are not tracked, overlapping terminations are partial")
@@ -210,10 +222,10 @@ func (d *Daemon) checkpoint(clean bool) error {
 	now := d.cfg.Now()
 	counters := d.metrics.Counters()
 	scopes := d.scopes.Records()
-	cp := Checkpoint{Correlator: state, Scopes: scopes, Alive: now, Clean: clean, Counters: &counters}
-	if st, err := d.kernel.Stats(); err == nil {
-		cp.KernelLost = st.LostInKernel
-	}
+	// KernelLost is the kernel's count the saved counters include: a read
+	// now could add losses they do not (or fail and save 0).
+	cp := Checkpoint{Correlator: state, Scopes: scopes, Alive: now, Clean: clean, Counters: &counters,
+		KernelLost: d.counters.lostInKernel}
 	if err := d.store.SaveCheckpoint(cp, d.completed); err != nil {
 		return err
 	}

@@ -100,18 +100,23 @@ func kernelResumed(k Kernel) bool {
 // counts the losses of every run since its programs were loaded: those
 // beyond the last checkpoint's happened while the daemon was down (the ring
 // buffer filled), a gap over the downtime.
+//
+// When the counters cannot be read, the first read that succeeds is the
+// baseline, and what was lost before it is unknown: a loss_counters_unreadable
+// gap from the last saved moment (or from now, on a first start).
 func (d *Daemon) baselineLost(cp Checkpoint, restored bool) {
 	st, err := d.kernel.Stats()
 	if err != nil {
-		d.log.Warn().Err(err).Msg("reading kernel stats")
+		d.counters.reads.last, d.counters.reads.rebase = d.cfg.Now(), true
+		if restored {
+			// The next checkpoint keeps the previous run's count until
+			// a read gives this run's.
+			d.counters.reads.last, d.counters.lostInKernel = downSince(cp), cp.KernelLost
+		}
+		d.lossUnread(d.cfg.Now(), err)
 		return
 	}
-	d.counters.lost = st.Lost()
-	// The connection map's overflow counter is pinned with it and counts
-	// every run: only increases from now on open a conn_tracking_full gap
-	// (the checkpoint does not say which were during the downtime).
-	d.counters.untracked = st.Untracked
-	d.counters.evicted = st.Evicted
+	d.baseline(st)
 	if !restored || !kernelResumed(d.kernel) || st.LostInKernel <= cp.KernelLost {
 		return
 	}
@@ -119,6 +124,17 @@ func (d *Daemon) baselineLost(cp Checkpoint, restored bool) {
 	d.metrics.AddKernelEventsLost(n)
 	d.corr.KernelGap("events_lost", downSince(cp), now)
 	d.log.Warn().Uint64("lost", n).Msg("the ring buffer overflowed while drainwatch was down: overlapping terminations are partial")
+}
+
+// baseline counts the kernel's losses from st on.
+func (d *Daemon) baseline(st kernel.Stats) {
+	d.counters.lost, d.counters.lostInKernel = st.Lost(), st.LostInKernel
+	// The connection map's overflow counter is pinned with it and counts
+	// every run: only increases from now on open a conn_tracking_full gap
+	// (the checkpoint does not say which were during the downtime).
+	d.counters.untracked = st.Untracked
+	d.counters.evicted = st.Evicted
+	d.counters.reads.rebase = false
 }
 
 // closeKernel stops the kernel side, first removing its pins when asked

@@ -95,9 +95,10 @@ type Checkpoint struct {
 	// Clean is set by the checkpoint of an orderly shutdown: every kernel
 	// event read from the ring buffer was counted and saved.
 	Clean bool
-	// KernelLost is the kernel's count of ring-buffer reserve failures at
-	// the checkpoint: a resumed kernel side that counts more lost events
-	// while the daemon was down.
+	// KernelLost is the kernel's count of ring-buffer reserve failures
+	// that Counters include (as of the last read before the checkpoint):
+	// what a resumed kernel side counts beyond it was lost after, while
+	// the daemon was down.
 	KernelLost uint64
 	// Counters are the metrics' live series, saved in step with the
 	// terminations counted into them (nil leaves the stored ones as they

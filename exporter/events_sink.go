@@ -46,16 +46,27 @@ type countingSink struct {
 	record.EventSink
 	dropped *prometheus.CounterVec
 
-	mu    sync.Mutex
-	tries map[*corev1.Event]int // failed tries of the Events being retried
+	mu      sync.Mutex
+	retried map[*corev1.Event]retried // the Events being retried
+	seq     uint64                    // the last retried.first
 }
 
-// maxRetried bounds tries: Events the broadcaster stopped retrying without
-// a last try (its shutdown) are forgotten past it.
+// retried is an Event's failed tries and the order it first failed in.
+type retried struct {
+	tries int
+	first uint64
+}
+
+// maxRetried bounds the Events tracked. The broadcaster retries one Event
+// at a time (its sink's watcher tries, sleeps and tries again inline), so
+// the entries past the one being retried are Events it stopped retrying
+// without a last try (its shutdown): never posted. When the bound is
+// reached the oldest is forgotten and counted as dropped (api_unreachable),
+// so no drop goes uncounted and the bookkeeping never grows past it.
 const maxRetried = 1024
 
 func newCountingSink(s record.EventSink, dropped *prometheus.CounterVec) *countingSink {
-	return &countingSink{EventSink: s, dropped: dropped, tries: map[*corev1.Event]int{}}
+	return &countingSink{EventSink: s, dropped: dropped, retried: map[*corev1.Event]retried{}}
 }
 
 func (s *countingSink) Create(ev *corev1.Event) (*corev1.Event, error) {
@@ -78,23 +89,49 @@ func (s *countingSink) tried(ev *corev1.Event, err error, createFollows bool) {
 	var construction *restclient.RequestConstructionError
 	switch {
 	case err == nil:
-		delete(s.tries, ev)
+		delete(s.retried, ev)
 	case createFollows:
 	case errors.As(err, &status) || errors.As(err, &construction):
-		delete(s.tries, ev)
+		delete(s.retried, ev)
 		if !apierrors.IsAlreadyExists(err) {
 			s.dropped.WithLabelValues(DropRejected).Inc()
 		}
 	default:
-		if len(s.tries) >= maxRetried {
-			clear(s.tries)
+		s.failedTry(ev)
+	}
+}
+
+// failedTry counts a try that will be retried, and the Event as dropped
+// after its last.
+func (s *countingSink) failedTry(ev *corev1.Event) {
+	r, ok := s.retried[ev]
+	if !ok {
+		if len(s.retried) >= maxRetried {
+			s.forgetOldest()
 		}
-		s.tries[ev]++
-		if s.tries[ev] == eventTries {
-			delete(s.tries, ev)
-			s.dropped.WithLabelValues(DropUnreachable).Inc()
+		s.seq++
+		r.first = s.seq
+	}
+	r.tries++
+	if r.tries == eventTries {
+		delete(s.retried, ev)
+		s.dropped.WithLabelValues(DropUnreachable).Inc()
+		return
+	}
+	s.retried[ev] = r
+}
+
+// forgetOldest drops the Event that failed first (see maxRetried) and
+// counts it. A scan: the bound is only reached after 1,023 abandoned Events.
+func (s *countingSink) forgetOldest() {
+	var oldest *corev1.Event
+	for ev, r := range s.retried {
+		if oldest == nil || r.first < s.retried[oldest].first {
+			oldest = ev
 		}
 	}
+	delete(s.retried, oldest)
+	s.dropped.WithLabelValues(DropUnreachable).Inc()
 }
 
 func newDroppedEvents() *prometheus.CounterVec {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -102,5 +103,53 @@ func waitDropped(t *testing.T, r *EventReporter, reason string, want float64) {
 	})
 	if err != nil {
 		t.Fatalf("drainwatch_events_dropped_total{reason=%q} = %v, want %v", reason, testutil.ToFloat64(r.dropped.WithLabelValues(reason)), want)
+	}
+}
+
+// failingSink is an API server that cannot be reached.
+type failingSink struct{}
+
+func (failingSink) Create(*corev1.Event) (*corev1.Event, error) { return nil, refused }
+func (failingSink) Update(*corev1.Event) (*corev1.Event, error) { return nil, refused }
+func (failingSink) Patch(*corev1.Event, []byte) (*corev1.Event, error) {
+	return nil, refused
+}
+
+// TestRetriedEventsBoundedWithoutForgettingDrops: Events the broadcaster
+// stopped retrying after a failed try (its shutdown) are tracked up to
+// maxRetried; past it, the oldest is forgotten and counted as dropped, one
+// for one, while the Event being retried keeps its tries and is counted
+// once, after its last.
+func TestRetriedEventsBoundedWithoutForgettingDrops(t *testing.T) {
+	dropped := newDroppedEvents()
+	s := newCountingSink(failingSink{}, dropped)
+	abandoned := make([]*corev1.Event, maxRetried+10)
+	for i := range abandoned {
+		abandoned[i] = &corev1.Event{}
+		s.Create(abandoned[i])
+	}
+	if n := testutil.ToFloat64(dropped.WithLabelValues(DropUnreachable)); n != 10 || len(s.retried) != maxRetried {
+		t.Fatalf("%d Events abandoned: %v counted as dropped, %d tracked; want 10 and %d",
+			len(abandoned), n, len(s.retried), maxRetried)
+	}
+	for _, ev := range abandoned[:10] {
+		if _, ok := s.retried[ev]; ok {
+			t.Fatal("an Event counted as dropped is still tracked")
+		}
+	}
+	// The Event being retried is the newest: a new Event at the bound
+	// forgets an abandoned one instead.
+	retrying := &corev1.Event{}
+	for range eventTries - 1 {
+		s.Patch(retrying, nil)
+	}
+	s.Create(&corev1.Event{})
+	if r := s.retried[retrying]; r.tries != eventTries-1 {
+		t.Fatalf("the Event being retried has %d tries tracked, want %d", r.tries, eventTries-1)
+	}
+	s.Create(retrying)
+	if n := testutil.ToFloat64(dropped.WithLabelValues(DropUnreachable)); n != 13 || len(s.retried) != maxRetried-1 {
+		t.Errorf("dropped %v, %d tracked; want 13 (10 + 2 forgotten + the retried Event's last try) and %d",
+			n, len(s.retried), maxRetried-1)
 	}
 }

@@ -9,7 +9,9 @@ import (
 // partialReasons is the bounded set of the terminations_partial_total
 // reason label: the correlator's own reasons and the kernel gaps the daemon
 // reports. A reason with a detail after a colon ("probe_unavailable:tcp_
-// send_reset") is reported without it; anything else is "other".
+// send_reset", "probe_fallback:refused") is reported without it; anything
+// else is "other". probe_fallback is a value of its own: on a kernel whose
+// fallback probe loses events (5.10's refused), every termination has it.
 var partialReasons = []string{
 	correlate.PartialStartedLate,
 	correlate.PartialNoStopSignal,
@@ -22,7 +24,9 @@ var partialReasons = []string{
 	"events_lost",
 	"daemon_down",
 	"probe_unavailable",
+	"probe_fallback",
 	"conn_tracking_full",
+	"loss_counters_unreadable",
 	"other",
 }
 

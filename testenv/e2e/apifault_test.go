@@ -157,6 +157,19 @@ const (
 	// server's stop and start and the daemon's catching up take about
 	// 2 minutes; the test ends the load once the rollout is done.
 	outageLoadFor = 200 * time.Second
+	// outageHold: a request held open at each of the first two pods from
+	// its deletion keeps the naive server alive with its listener closed
+	// from its stop signal (outagePreStop after the Killing) until 2 s
+	// later, inside the outage, while the router still sends to it (until
+	// outageRouterDelay after the endpoint's removal, 4 s past the stop
+	// signal).
+	outageHold = (outagePreStop + 2) * time.Second
+	// outageRefusedFloor is the least each of the first two pods must
+	// refuse during the outage: the router spreads startLoad's 120
+	// connections/s round-robin over the 4 old pods (it learns of the new
+	// ones outageRouterDelay late), 30/s each, 60 in the held 2 s; the
+	// floor is half of that, for a loaded machine's late stop signal.
+	outageRefusedFloor = 30
 )
 
 // TestAPIServerOutage rolls out a naive Deployment of 4 pods two at a time
@@ -175,6 +188,10 @@ const (
 // late from the API side (then partial, accept_history_overflow, when its
 // accepts outran the log; the refusals stay exact). That case is not this
 // test's: here every expectation is exact.
+//
+// A request held open at each of the first two pods keeps it refusing for
+// 2 s inside the outage: each must refuse at least outageRefusedFloor
+// then, or the outage proved nothing.
 //
 // Expected, exactly: 4 terminations, each complete with exact counts; the
 // last two exact, the first two exact too (their API side was seen before
@@ -210,6 +227,10 @@ func TestAPIServerOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	first := waitDeleting(ctx, t, c, old, 2)
+	var held []<-chan client.Request
+	for _, p := range first {
+		held = append(held, holdRequest(ctx, c, cluster.PodAddr(p, cluster.ServerPort), outageHold))
+	}
 	if _, err := c.Kubectl(ctx, "-n", ns, "rollout", "pause", "deployment/web"); err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +268,9 @@ func TestAPIServerOutage(t *testing.T) {
 	time.Sleep(outageRouterDelay) // the last old pod's refusals
 	stopLoad()
 	reqs := <-loadDone
-	for _, p := range first {
+	for i, p := range first {
+		checkHeld(t, p.Name, <-held[i])
+		requireRefusedInWindow(t, r, cluster.PodAddr(p, cluster.ServerPort), "during the API-server outage", down, up, outageRefusedFloor)
 		got := waitComplete(ctx, t, d, string(p.UID))
 		logTimeline(t, d, r, p, down, up)
 		logMarks(t, got.Marks, down)

@@ -45,13 +45,7 @@ func TestCountersSurviveRestartBeyondTTL(t *testing.T) {
 	second := completedAt("b", t0.Add(50*time.Minute), correlate.Counts{RefusedAfterSigterm: 5,
 		RequestsKilledBySigkill: 2, ConnectionsResetAtShutdown: 6, ProbeRefused: 4}, "partial", "daemon_down")
 
-	before := exporter.NewMetrics(exporter.Options{Now: clock})
-	now = t0.Add(time.Second)
-	before.ObserveTermination(first)
-	now = t0.Add(50*time.Minute + time.Second)
-	before.ObserveTermination(second)
-	now = t0.Add(90 * time.Minute)
-	before.Expire(nil)
+	before := previousRun(&now, first, second)
 	dir := t.TempDir()
 	saveRun(t, dir, before, now, first, second)
 
@@ -99,13 +93,7 @@ func TestCountersRebuiltFromAnOlderStore(t *testing.T) {
 	clock := func() time.Time { return now }
 	first := completedAt("a", t0, correlate.Counts{RefusedAfterSigterm: 44}, "refused")
 	second := completedAt("b", t0.Add(50*time.Minute), correlate.Counts{RefusedAfterSigterm: 5}, "refused")
-	before := exporter.NewMetrics(exporter.Options{Now: clock})
-	now = t0.Add(time.Second)
-	before.ObserveTermination(first)
-	now = t0.Add(50*time.Minute + time.Second)
-	before.ObserveTermination(second)
-	now = t0.Add(90 * time.Minute)
-	before.Expire(nil)
+	before := previousRun(&now, first, second)
 	must(t, testutil.GatherAndCompare(before.Registry(), strings.NewReader(refusedExposition(49)), "drainwatch_connections_refused_after_sigterm_total"))
 	dir := t.TempDir()
 	saveRun(t, dir, nil, now, first, second) // an older drainwatch saved no counters
@@ -147,6 +135,20 @@ func refusedExposition(n int) string {
 # TYPE drainwatch_connections_refused_after_sigterm_total counter
 drainwatch_connections_refused_after_sigterm_total{namespace="shop",revision="7",workload="web",workload_kind="Deployment"} %d
 `, n)
+}
+
+// previousRun is the previous run's metrics, read through *now: first
+// counted 1 s after its end, second 1 s after its own (50 min later), the
+// TTL applied at t0 + 90 min (where *now is left).
+func previousRun(now *time.Time, first, second correlate.Termination) *exporter.Metrics {
+	m := exporter.NewMetrics(exporter.Options{Now: func() time.Time { return *now }})
+	*now = first.Marks.PodGone.Add(time.Second)
+	m.ObserveTermination(first)
+	*now = second.Marks.PodGone.Add(time.Second)
+	m.ObserveTermination(second)
+	*now = first.Marks.PodGone.Add(90 * time.Minute)
+	m.Expire(nil)
+	return m
 }
 
 // saveRun writes what the previous run's checkpoint leaves: its counters

@@ -6,7 +6,8 @@ import (
 	"github.com/drainwatch/drainwatch/correlate"
 )
 
-// A _total series never decreases across restarts. Each checkpoint saves
+// A _total series never decreases across restarts on the daemon's own
+// state directory. Each checkpoint saves
 // the cumulative value of every live series with the terminations completed
 // since the previous one, in one transaction: the saved counters hold
 // exactly the stored terminations. A restart restores the counters, then
@@ -16,7 +17,10 @@ import (
 // and count once. Series whose TTL expired are not saved, so they stay
 // gone. A store without counters (an older drainwatch), or with counters of
 // another format version, rebuilds them from the stored terminations: only
-// those within the TTL count, as before.
+// those within the TTL count, as before, so a live series that also counted
+// older ones restarts lower. That, and a copy of the state directory older
+// than the last run, are the cases the README names where a series falls
+// (Prometheus takes it for a counter reset).
 
 // restoreCompleted loads the stored complete terminations into the API view
 // and the metrics, after the counters of the last checkpoint.

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -44,13 +45,7 @@ func TestCountersSurviveRestartBeyondTTL(t *testing.T) {
 	second := completedAt("b", t0.Add(50*time.Minute), correlate.Counts{RefusedAfterSigterm: 5,
 		RequestsKilledBySigkill: 2, ConnectionsResetAtShutdown: 6, ProbeRefused: 4}, "partial", "daemon_down")
 
-	before := exporter.NewMetrics(exporter.Options{Now: clock})
-	now = t0.Add(time.Second)
-	before.ObserveTermination(first)
-	now = t0.Add(50*time.Minute + time.Second)
-	before.ObserveTermination(second)
-	now = t0.Add(90 * time.Minute)
-	before.Expire(nil)
+	before := previousRun(&now, first, second)
 	dir := t.TempDir()
 	saveRun(t, dir, before, now, first, second)
 
@@ -87,24 +82,73 @@ drainwatch_terminations_total{cause="unknown",namespace="shop",outcome="refused"
 }
 
 // TestCountersRebuiltFromAnOlderStore: a store without saved counters (an
-// older drainwatch) rebuilds them from the terminations within the TTL.
+// older drainwatch) rebuilds them from the terminations within the TTL. It
+// is the one case the README names where a _total series falls: the
+// previous run exposed 49 (both terminations; the series was live), the
+// restarted daemon 5 (the first one is beyond the TTL and not counted
+// again). Prometheus takes the fall for a counter reset.
 func TestCountersRebuiltFromAnOlderStore(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	now := t0.Add(90 * time.Minute)
+	now := t0
 	clock := func() time.Time { return now }
+	first := completedAt("a", t0, correlate.Counts{RefusedAfterSigterm: 44}, "refused")
+	second := completedAt("b", t0.Add(50*time.Minute), correlate.Counts{RefusedAfterSigterm: 5}, "refused")
+	before := previousRun(&now, first, second)
+	must(t, testutil.GatherAndCompare(before.Registry(), strings.NewReader(refusedExposition(49)), "drainwatch_connections_refused_after_sigterm_total"))
 	dir := t.TempDir()
-	saveRun(t, dir, nil, now,
-		completedAt("a", t0, correlate.Counts{RefusedAfterSigterm: 44}, "refused"),
-		completedAt("b", t0.Add(50*time.Minute), correlate.Counts{RefusedAfterSigterm: 5}, "refused"))
+	saveRun(t, dir, nil, now, first, second) // an older drainwatch saved no counters
 	d, err := New(Config{NodeName: "node-1", StateDir: dir, CgroupRoot: dir, Now: clock})
 	must(t, err)
 	d.restoreCompleted(openRestored(t, d, dir), stored(t, d))
-	want := `
+	must(t, testutil.GatherAndCompare(d.Metrics().Registry(), strings.NewReader(refusedExposition(5)), "drainwatch_connections_refused_after_sigterm_total"))
+}
+
+// TestCountersFromAnOlderCopyOfTheStore: the state directory restored from
+// a copy taken after the first termination (44) and before the second (5)
+// brings back the copy's counters, 44, where the last run exposed 49: the
+// README's other case of a falling series. Nothing is counted twice.
+func TestCountersFromAnOlderCopyOfTheStore(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Second)
+	clock := func() time.Time { return now }
+	first := completedAt("a", t0, correlate.Counts{RefusedAfterSigterm: 44}, "refused")
+	second := completedAt("b", t0.Add(10*time.Minute), correlate.Counts{RefusedAfterSigterm: 5}, "refused")
+	m := exporter.NewMetrics(exporter.Options{Now: clock})
+	m.ObserveTermination(first)
+	copied := t.TempDir()
+	saveRun(t, copied, m, now, first)
+	now = t0.Add(10*time.Minute + time.Second)
+	m.ObserveTermination(second)
+	must(t, testutil.GatherAndCompare(m.Registry(), strings.NewReader(refusedExposition(49)), "drainwatch_connections_refused_after_sigterm_total"))
+	now = t0.Add(20 * time.Minute)
+	d, err := New(Config{NodeName: "node-1", StateDir: copied, CgroupRoot: copied, Now: clock})
+	must(t, err)
+	d.restoreCompleted(openRestored(t, d, copied), stored(t, d))
+	must(t, testutil.GatherAndCompare(d.Metrics().Registry(), strings.NewReader(refusedExposition(44)), "drainwatch_connections_refused_after_sigterm_total"))
+}
+
+// refusedExposition is shop/web revision 7's refused-after-SIGTERM series
+// at n.
+func refusedExposition(n int) string {
+	return fmt.Sprintf(`
 # HELP drainwatch_connections_refused_after_sigterm_total Connection attempts answered with a RST (no socket: ECONNREFUSED at the client) from the stop signal until the pod's network namespace was gone.
 # TYPE drainwatch_connections_refused_after_sigterm_total counter
-drainwatch_connections_refused_after_sigterm_total{namespace="shop",revision="7",workload="web",workload_kind="Deployment"} 5
-`
-	must(t, testutil.GatherAndCompare(d.Metrics().Registry(), strings.NewReader(want), "drainwatch_connections_refused_after_sigterm_total"))
+drainwatch_connections_refused_after_sigterm_total{namespace="shop",revision="7",workload="web",workload_kind="Deployment"} %d
+`, n)
+}
+
+// previousRun is the previous run's metrics, read through *now: first
+// counted 1 s after its end, second 1 s after its own (50 min later), the
+// TTL applied at t0 + 90 min (where *now is left).
+func previousRun(now *time.Time, first, second correlate.Termination) *exporter.Metrics {
+	m := exporter.NewMetrics(exporter.Options{Now: func() time.Time { return *now }})
+	*now = first.Marks.PodGone.Add(time.Second)
+	m.ObserveTermination(first)
+	*now = second.Marks.PodGone.Add(time.Second)
+	m.ObserveTermination(second)
+	*now = first.Marks.PodGone.Add(90 * time.Minute)
+	m.Expire(nil)
+	return m
 }
 
 // saveRun writes what the previous run's checkpoint leaves: its counters

@@ -61,7 +61,7 @@ func TestRolloutWithDaemonKilled(t *testing.T) {
 	dep.Spec.Strategy = oneAtATime()
 	old := deploy(ctx, t, c, ns, dep)
 	time.Sleep(time.Second) // the daemon binds the pods' scopes (200 ms scans)
-	r, loadDone, first := restartUnderLoad(ctx, t, c, ns, old)
+	r, loadDone, first, held := restartUnderLoad(ctx, t, c, ns, old)
 	bd.waitFor(ctx, t, ns, string(first.UID), func(t correlate.Termination) bool { return !t.Marks.DeletionSeen.IsZero() })
 	bd.kill(t)
 	down := time.Now()
@@ -72,6 +72,9 @@ func TestRolloutWithDaemonKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs := <-loadDone
+	checkHeld(t, first.Name, <-held)
+	// The floor of TestRolloutWithDaemonRestart: the same scenario.
+	requireRefusedInWindow(t, r, cluster.PodAddr(first, cluster.ServerPort), "while the daemon was down", down, up, restartRefusedFloor)
 	checkKilled(ctx, t, bd, ns, r, old, overlappingDowntime(ctx, t, c, old, first, down, up), reqs)
 }
 

@@ -88,7 +88,7 @@ func (l *Lab) clientsByRevision(run *rolloutRun, revOf map[string]string) (map[s
 		if c.Outcome == router.Refused {
 			add(p, func(rc *revCount) { rc.refused++ })
 		}
-		if resetByBackend(c) && !Killed(reqOf[c.Client], l.deathOf(p.UID)) {
+		if ResetByBackend(c) && !Killed(reqOf[c.Client], l.deathOf(p.UID)) {
 			add(p, func(rc *revCount) { rc.resets++ })
 		}
 	}
@@ -114,13 +114,13 @@ func (l *Lab) clientsByRevision(run *rolloutRun, revOf map[string]string) (map[s
 	return out, nil
 }
 
-// resetByBackend: the router's connection to the pod was reset by it (an
+// ResetByBackend: the router's connection to the pod was reset by it (an
 // accept-queue connection reset at the listener's close, a handshake the
 // closed listener left half-open; a reset that came before the router's
 // connect returned fails the dial with ECONNRESET) or closed without a byte
 // of answer. The router is the pod's client; it passes each on to its own
 // client as a reset or an EOF.
-func resetByBackend(c router.Conn) bool {
+func ResetByBackend(c router.Conn) bool {
 	switch c.Outcome {
 	case router.Proxied:
 		return c.BackendReset || c.BackendSilent

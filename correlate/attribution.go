@@ -104,14 +104,19 @@ func (x *index) forget(p *podState) {
 }
 
 // addressedTo says whether a socket event of a pod's network namespace can
-// be the pod's: its local address is the pod's IP, loopback, or of another
-// family (a dual-stack pod's second address). A namespace inode is reused
-// once the namespace is freed: a restarted daemon may still hold the
-// binding of a pod that went away while it was down, and the next pod's
-// namespace may get that inode; its events name the next pod's address.
+// be the pod's: its local address is the pod's IP, loopback, the wildcard
+// (a listener bound to 0.0.0.0 or ::, as nginx's `listen 8080`, Node.js and
+// most servers bind), or of another family (a dual-stack pod's second
+// address). A namespace inode is reused once the namespace is freed: a
+// restarted daemon may still hold the binding of a pod that went away while
+// it was down, and the next pod's namespace may get that inode; its events
+// name the next pod's address. A wildcard listener names no address: in
+// that window it goes to the stale binding, whose listener set then does
+// not know it (the next pod's set is incomplete, which listenClose allows
+// for).
 func addressedTo(podIP, local netip.Addr) bool {
 	local = local.Unmap()
-	if !podIP.IsValid() || !local.IsValid() || local.IsLoopback() || local.Is4() != podIP.Is4() {
+	if !podIP.IsValid() || !local.IsValid() || local.IsLoopback() || local.IsUnspecified() || local.Is4() != podIP.Is4() {
 		return true
 	}
 	return local == podIP

@@ -195,6 +195,31 @@ func TestLastOfKnownListeners(t *testing.T) {
 	}
 }
 
+// Servers bind their listeners to the wildcard (nginx's `listen 8080` and
+// Node.js on 0.0.0.0, Go's ":8080" on ::): those events name no pod
+// address and are the pod's by its namespace. An IPv4 wildcard listener
+// was left unattributed once, so nginx and Node.js pods had no
+// listener_closed mark.
+func TestWildcardListeners(t *testing.T) {
+	grace := 30 * time.Second
+	for _, wild := range []netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()} {
+		evs := []any{
+			born(podA, ipA, netA, cgA, grace, ms(-60000)),
+			sock(collector.EventListenOpen, netA, wild, 1, ms(-59000)),
+			deleting(podA, ipA, grace, ms(-20), ms(-10)),
+			signal(cgA, initPID, 15, true, "server", ms(0)),
+			sock(collector.EventListenClose, netA, wild, 1, ms(1200)),
+			exited(cgA, initPID, 0, 0, true, ms(1700)),
+			gone(podA, ms(1800)),
+		}
+		c := New(Config{})
+		got := finish(t, c, evs, ms(6800))
+		if !got.Marks.ListenerClosed.Equal(ms(1200)) {
+			t.Errorf("listener on %v: listener_closed = %v, want +1.2s", wild, got.Marks.ListenerClosed.Sub(t0))
+		}
+	}
+}
+
 // Two containers stopped in parallel, the proxy with its own stop signal
 // (SIGQUIT): the stop signal is the first matching one sent to an init, a
 // SIGTERM to the proxy's init is not its stop signal, and the exit mark is

@@ -103,7 +103,7 @@ func exitScenario(s exitServer) func(ctx context.Context, l *Lab) ([]Result, err
 		v := vs[0]
 		death := Death{SIGKILL: stopped.SIGKILLAt, Exit: stopped.ExitAt, StopSignal: stopped.StopSignalAt, NoDrain: true}
 		return l.stopResult(ctx, s.name, pod, v, since, death, map[string][]client.Request{"slow": reqs},
-			fmt.Sprintf("exit code %d (node agent), %d (drainwatch); death %s of %s; outcome %s",
-				stopped.ExitCode, v.ExitCode, v.Death.Kind, v.Death.Comm, v.Outcome))
+			fmt.Sprintf("exit code %d (node agent), %d (drainwatch); death %s of %s; outcome %s; %s",
+				stopped.ExitCode, v.ExitCode, v.Death.Kind, v.Death.Comm, v.Outcome, listenerNote(v)))
 	}
 }

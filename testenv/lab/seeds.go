@@ -93,10 +93,25 @@ func (l *Lab) seedsResult(ctx context.Context, name, ns string, pod *corev1.Pod,
 		ProberProbeRefused: probes, DrainwatchProbeRefused: v.Counts.ProbeRefused,
 		ClientResetAtShutdown:     ResetAtShutdownTo(work, death, res.Work) + ResetAtShutdownTo(addr, death, atPod...),
 		DrainwatchResetAtShutdown: v.Counts.ConnectionsResetAtShutdown,
-		Note: fmt.Sprintf("%s/work %s; /ready %s; /slow %s; exit code %d; %s; drainwatch refused before the stop signal %d%s",
+		Note: fmt.Sprintf("%s/work %s; /ready %s; /slow %s; exit code %d; %s; %s; drainwatch refused before the stop signal %d%s",
 			note, client.Summarize(res.Work), client.Summarize(res.Readiness), res.Slow.Outcome, agent.ExitCode,
-			stopSignalNote(v, agent.StopSignal), v.Counts.RefusedBeforeSigterm, sourcesNote(v.RoutingSources)),
+			stopSignalNote(v, agent.StopSignal), listenerNote(v), v.Counts.RefusedBeforeSigterm, sourcesNote(v.RoutingSources)),
 	}, nil
+}
+
+// listenerNote says when drainwatch saw the pod's last listener close,
+// relative to the stop signal and the exit: every server of the lab closes
+// its listener, the scenario says when (at the stop signal, at its exit).
+func listenerNote(v exporter.TerminationView) string {
+	m := v.Marks
+	if m.ListenerClosed.IsZero() {
+		return "no listener_closed mark"
+	}
+	where := "before the exit"
+	if !m.ListenerClosed.Before(m.Exit) {
+		where = "at the exit"
+	}
+	return fmt.Sprintf("listener closed %.3fs after the stop signal, %s", m.ListenerClosed.Sub(m.StopSignal).Seconds(), where)
 }
 
 // stopSignalNote names the stop signal drainwatch saw, where it came from

@@ -85,6 +85,12 @@ func TestSeedsOnRealNode(t *testing.T) {
 	if res.Slow.Outcome != client.OK {
 		t.Errorf("the in-flight /slow ended %s, want ok (naive Shutdown finishes it)", res.Slow.Outcome)
 	}
+	// The daemon watched the pod from its start and nothing was lost: a
+	// partial view here would make the exact counts luck.
+	if got.Partial || c.RequestsKilledBySigkill != 0 || c.RequestsKilledAtExit != 0 {
+		t.Errorf("partial %v %v, killed by SIGKILL %d, at exit %d: want a complete view and nothing killed (the naive server drains its /slow)",
+			got.Partial, got.PartialReasons, c.RequestsKilledBySigkill, c.RequestsKilledAtExit)
+	}
 }
 
 // waitTermination polls the daemon's API until the pod's termination is complete.

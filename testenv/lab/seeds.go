@@ -100,15 +100,21 @@ func (l *Lab) seedsResult(ctx context.Context, name, ns string, pod *corev1.Pod,
 }
 
 // listenerNote says when drainwatch saw the pod's last listener close,
-// relative to the stop signal and the exit: every server of the lab closes
-// its listener, the scenario says when (at the stop signal, at its exit).
+// relative to the stop signal and the server's exit (the process whose
+// exit drainwatch names, else the container's init: under tini, node's,
+// not tini's): every server of the lab closes its listener, the scenario
+// says when (at the stop signal, at its exit).
 func listenerNote(v exporter.TerminationView) string {
 	m := v.Marks
 	if m.ListenerClosed.IsZero() {
 		return "no listener_closed mark"
 	}
+	exit := m.Exit
+	if !v.Death.Time.IsZero() {
+		exit = v.Death.Time
+	}
 	where := "before the exit"
-	if !m.ListenerClosed.Before(m.Exit) {
+	if !m.ListenerClosed.Before(exit) {
 		where = "at the exit"
 	}
 	return fmt.Sprintf("listener closed %.3fs after the stop signal, %s", m.ListenerClosed.Sub(m.StopSignal).Seconds(), where)

@@ -7,7 +7,7 @@ import (
 	"github.com/drainwatch/drainwatch/collector"
 )
 
-// Attribution maps kernel events to pods (DESIGN.md "Attribution"). Socket
+// Attribution maps kernel events to pods (docs/design.md, "Attribution"). Socket
 // events run in softirq, so they are attributed by the socket's network
 // namespace and, failing that, by the pod IP they were addressed to; process
 // events by the target task's cgroup. Entries live until the pod's

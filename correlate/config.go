@@ -7,7 +7,7 @@ import (
 )
 
 // Config tunes the correlator. Zero fields take the defaults below, which
-// follow the kubelet's termination semantics (FIELD-NOTES.md).
+// follow the kubelet's termination semantics (docs/design.md, "Kernel and kubelet facts this relies on").
 type Config struct {
 	// KernelTail is how long a termination stays open after the pod is gone
 	// from the API, for late kernel events: the last RSTs before the network

@@ -2,7 +2,7 @@ package correlate
 
 import "time"
 
-// Names of the derived durations of DESIGN.md, the keys of Durations.
+// Names of the derived durations of docs/design.md, the keys of Durations.
 const (
 	DurRoutingLag         = "routing_lag_observed" // last connection attempt − endpoints_not_ready
 	DurListenerCloseDelay = "listener_close_delay" // listener_closed − stop_signal (negative: closed before it)

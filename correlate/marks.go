@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// MarkDef is one mark of the timeline: its DESIGN.md name and where Marks
+// MarkDef is one mark of the timeline: its name in docs/design.md and where Marks
 // keeps it.
 type MarkDef struct {
 	Name string
@@ -17,7 +17,7 @@ type MarkDef struct {
 	Begins bool
 }
 
-// MarkDefs lists every mark in DESIGN.md order, which is the causal one:
+// MarkDefs lists every mark in the order of docs/design.md, the causal one:
 // the API, the exporter's timeline and the daemon's pruning all read the
 // marks through it.
 var MarkDefs = []MarkDef{
@@ -41,7 +41,7 @@ type Mark struct {
 }
 
 // Observed returns the observed marks in time order (ties keep the
-// DESIGN.md order).
+// MarkDefs order, that of docs/design.md).
 func (m Marks) Observed() []Mark {
 	out := make([]Mark, 0, len(MarkDefs))
 	for i, at := range m.times() {

@@ -7,7 +7,7 @@ import (
 )
 
 // TestMarks: every Marks field is listed once; Observed sorts by time with
-// ties in DESIGN.md order; Start is the earliest mark that begins a
+// ties in MarkDefs order (docs/design.md); Start is the earliest mark that begins a
 // termination, First and Last the extent of all marks.
 func TestMarks(t *testing.T) {
 	if len(MarkDefs) != 11 {

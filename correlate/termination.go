@@ -1,5 +1,5 @@
 // Package correlate joins kernel events and API events into one Termination
-// per pod: the marks of its timeline, the exact counts of DESIGN.md, derived
+// per pod: the marks of its timeline, the exact counts of docs/design.md, derived
 // durations and diagnoses. It is pure logic: no I/O, no clocks, no goroutines;
 // time comes only from the events it is fed.
 package correlate
@@ -27,7 +27,7 @@ type Marks struct {
 	PodGone           time.Time `json:"pod_gone,omitzero"`
 }
 
-// Counts are the exact counts of DESIGN.md, compared in tests with what the
+// Counts are the exact counts of docs/design.md, compared in tests with what the
 // clients saw.
 type Counts struct {
 	RefusedAfterSigterm     int `json:"refused_after_sigterm"`
@@ -78,7 +78,7 @@ type Counts struct {
 	ProbeRefused int `json:"probe_refused"`
 }
 
-// Diagnosis codes (DESIGN.md). Each Diagnosis carries a one-line explanation
+// Diagnosis codes (docs/design.md, Diagnoses). Each Diagnosis carries a one-line explanation
 // with the numbers behind it and, where there is one, the fix.
 const (
 	DiagListenerClosedEarly = "listener_closed_before_routing_converged"

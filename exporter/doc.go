@@ -1,5 +1,5 @@
 // Package exporter is drainwatch's output side: the Prometheus metrics of the
-// DESIGN.md contract, the HTTP API with per-pod timelines, the timeline page,
+// contract of docs/design.md, the HTTP API with per-pod timelines, the timeline page,
 // and Kubernetes Events for terminations that lost traffic. It only reads
 // correlate.Termination records; it never changes them.
 package exporter

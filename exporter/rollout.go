@@ -7,7 +7,7 @@ import (
 )
 
 // revisionState holds the counters of one workload revision (the rollout
-// identity of DESIGN.md) and when they last changed.
+// identity of docs/design.md, "Metric contract") and when they last changed.
 type revisionState struct {
 	labels [4]string // namespace, workload_kind, workload, revision
 	// outcomes counts terminations by outcomeKey(outcome, cause).

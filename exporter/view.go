@@ -8,7 +8,7 @@ import (
 )
 
 // TerminationView is a termination as the HTTP API serves it: the record
-// itself plus its derived durations in seconds (DESIGN.md names:
+// itself plus its derived durations in seconds (docs/design.md names:
 // prestop_duration, listener_close_delay, drain_duration, grace_used,
 // routing_lag_observed), so clients need not recompute them.
 type TerminationView struct {

@@ -130,9 +130,10 @@ func TestDaemonSetLeastPrivilege(t *testing.T) {
 		c.Env[1].Name != "GOMEMLIMIT" || c.Env[1].ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
 		t.Errorf("env %+v, want NODE_NAME from spec.nodeName and GOMEMLIMIT from limits.memory", c.Env)
 	}
-	// Measured RSS: 61-67 MiB with 110 pods on the node.
-	if req := c.Resources.Requests.Memory(); req.Cmp(resource.MustParse("80Mi")) < 0 {
-		t.Errorf("memory request %s, want at least 80Mi (the measured RSS is up to 67 MiB)", req)
+	// The highest measured VmRSS is 87 MiB (README, "Memory"): the request
+	// covers it with 10 %.
+	if req := c.Resources.Requests.Memory(); req.Cmp(resource.MustParse("96Mi")) < 0 {
+		t.Errorf("memory request %s, want at least 96Mi (the highest measured VmRSS, 87 MiB, plus 10 %%)", req)
 	}
 	if pod.NodeSelector["kubernetes.io/os"] != "linux" {
 		t.Errorf("nodeSelector %v, want kubernetes.io/os: linux", pod.NodeSelector)

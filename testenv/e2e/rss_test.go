@@ -21,8 +21,10 @@ import (
 
 // TestRSSWith110Pods runs the real `drainwatch run` binary for a node with
 // 110 running pods (the kubelet's default maximum) and reports its resident
-// memory once it has seen and watched them. It measures; the only
-// assertion is a generous ceiling that catches a leak of cached objects.
+// memory once it has seen and watched them (README, "Memory"). It bounds the
+// anonymous part, which is what the daemon's own state costs: the
+// file-backed part is the executable's clean page cache, whose resident
+// share follows readahead and the page cache's state, not the code.
 func TestRSSWith110Pods(t *testing.T) {
 	if testing.Short() {
 		t.Skip("110 pods take a minute to start")
@@ -53,17 +55,32 @@ func TestRSSWith110Pods(t *testing.T) {
 	}
 	t.Logf("110 pods running after %v", time.Since(start).Round(time.Second))
 	time.Sleep(10 * time.Second) // scans, binds, a few checkpoints
-	rss, hwm := procMemory(t, cmd.Process.Pid)
+	mem := procMemory(t, cmd.Process.Pid)
 	logText, err := os.ReadFile(logf.Name())
 	must(t, err)
 	if n := strings.Count(string(logText), "watching pod network namespace\""); n != 110 {
 		t.Errorf("the daemon watches %d pod network namespaces, want 110", n)
 	}
-	t.Logf("drainwatch run with 110 pods on its node: VmRSS %d MiB, VmHWM %d MiB (log %s)", rss>>10, hwm>>10, logf.Name())
-	if rss > 200<<10 {
-		t.Errorf("VmRSS %d KiB, want under 200 MiB", rss)
+	t.Logf("drainwatch run with 110 pods on its node: VmRSS %.1f MiB (anonymous %.1f, file-backed %.1f), VmHWM %.1f MiB (log %s)",
+		mib(mem.rss), mib(mem.anon), mib(mem.file), mib(mem.hwm), logf.Name())
+	if mem.anon > maxAnonKiB110Pods {
+		t.Errorf("anonymous memory %.1f MiB with 110 pods, want at most %.1f MiB (measured 12.8-14.0 MiB: README, Memory)",
+			mib(mem.anon), mib(maxAnonKiB110Pods))
 	}
 }
+
+// maxAnonKiB110Pods bounds the daemon's anonymous memory (heap, stacks,
+// runtime metadata) with 110 pods on its node: the highest measured, 14.0
+// MiB, plus 6 MiB (43 %). Runs differ by ~1 MiB with the GC's timing; a
+// cache that keeps ~55 KiB more per pod, or a heap doubled, crosses it.
+const maxAnonKiB110Pods = 20 << 10
+
+// memory is a process's resident memory in KiB.
+type memory struct {
+	rss, hwm, anon, file int
+}
+
+func mib(kib int) float64 { return float64(kib) / 1024 }
 
 // buildDrainwatch builds the command into a temporary directory.
 func buildDrainwatch(ctx context.Context, t *testing.T) string {
@@ -80,20 +97,30 @@ func buildDrainwatch(ctx context.Context, t *testing.T) string {
 	return bin
 }
 
-// procMemory returns VmRSS and VmHWM of pid in KiB.
-func procMemory(t *testing.T, pid int) (rss, hwm int) {
+// procMemory reads pid's resident memory. Anonymous comes from
+// smaps_rollup (the pages of every private anonymous mapping: heap, stacks,
+// runtime metadata); file-backed is the rest of VmRSS (the executable's
+// pages, bbolt's mmap, and the ring buffer, whose kernel pages are mapped
+// as a file's). They shrink by different changes.
+func procMemory(t *testing.T, pid int) memory {
 	t.Helper()
-	m := procStatus(t, pid)
-	// Anonymous (heap, stacks, the ring buffer's pages) and file-backed
-	// (the executable's pages) apart: they shrink by different changes.
-	t.Logf("RssAnon %d KiB, RssFile %d KiB, RssShmem %d KiB", m["RssAnon:"], m["RssFile:"], m["RssShmem:"])
-	return m["VmRSS:"], m["VmHWM:"]
+	status, rollup := procStatus(t, pid), procKiB(t, pid, "smaps_rollup")
+	t.Logf("status RssAnon %d KiB, RssFile %d KiB, RssShmem %d KiB; smaps_rollup Anonymous %d KiB",
+		status["RssAnon:"], status["RssFile:"], status["RssShmem:"], rollup["Anonymous:"])
+	return memory{rss: status["VmRSS:"], hwm: status["VmHWM:"], anon: rollup["Anonymous:"],
+		file: status["VmRSS:"] - rollup["Anonymous:"]}
 }
 
 // procStatus reads the KiB fields of /proc/PID/status.
 func procStatus(t *testing.T, pid int) map[string]int {
 	t.Helper()
-	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	return procKiB(t, pid, "status")
+}
+
+// procKiB reads the "Name: N kB" fields of /proc/PID/<file>.
+func procKiB(t *testing.T, pid int, file string) map[string]int {
+	t.Helper()
+	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), file))
 	must(t, err)
 	defer f.Close()
 	m := map[string]int{}

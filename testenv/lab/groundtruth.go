@@ -7,7 +7,7 @@ import (
 	"github.com/drainwatch/drainwatch/testenv/client"
 )
 
-// The clients' side of the table, defined to match DESIGN.md's counts.
+// The clients' side of the table, defined to match the counts of docs/design.md.
 //
 // Refused: a request whose connect to the pod got ECONNREFUSED (the pod's
 // kernel answered the SYN with a RST: no socket listens). Through the

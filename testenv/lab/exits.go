@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -74,21 +73,11 @@ func exitScenario(s exitServer) func(ctx context.Context, l *Lab) ([]Result, err
 		addr := cluster.PodAddr(pod, cluster.ServerPort)
 		l.progress.Step("%s: pod %s on %s at %s: %d × /slow?ms=20000 in flight, then the delete", s.name, pod.Name,
 			pod.Spec.NodeName, addr, exitSlow)
-		reqs := make([]client.Request, exitSlow)
-		var wg sync.WaitGroup
-		for i := range reqs {
-			sent := make(chan struct{})
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				reqs[i] = client.Get(ctx, l.Cluster.Dial, addr, "/slow?ms=20000", 30*time.Second, sent)
-			}()
-			<-sent
-		}
+		reqs, wait := startSlow(ctx, l, addr, exitSlow)
 		time.Sleep(300 * time.Millisecond) // being handled, not just queued
 		since := time.Now()
 		derr := l.Cluster.DeletePod(ctx, ns, pod.Name)
-		wg.Wait()
+		wait()
 		if derr != nil {
 			return nil, errorf("deleting", derr)
 		}

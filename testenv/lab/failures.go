@@ -75,18 +75,8 @@ func ignoreTermScenario(ctx context.Context, l *Lab) ([]Result, error) {
 // deletes the pod and sends /work meanwhile, then after the container is
 // gone.
 func slowThenDelete(ctx context.Context, l *Lab, pod *corev1.Pod, addr string) (slow, work []client.Request, err error) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	slow = make([]client.Request, inflightSlow)
-	for i := range slow {
-		sent := make(chan struct{})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slow[i] = client.Get(ctx, l.Cluster.Dial, addr, "/slow?ms=20000", 30*time.Second, sent)
-		}()
-		<-sent
-	}
+	slow, wait := startSlow(ctx, l, addr, inflightSlow)
+	defer wait()
 	time.Sleep(200 * time.Millisecond) // being handled, not just queued
 	if err := l.Cluster.DeletePod(ctx, pod.Namespace, pod.Name); err != nil {
 		return nil, nil, err
@@ -129,4 +119,21 @@ func prestopFailsScenario(ctx context.Context, l *Lab) ([]Result, error) {
 		return nil, err
 	}
 	return []Result{r}, nil
+}
+
+// startSlow sends n /slow?ms=20000 to addr, each once the previous one is
+// written; reqs holds their records once wait has returned.
+func startSlow(ctx context.Context, l *Lab, addr string, n int) (reqs []client.Request, wait func()) {
+	reqs = make([]client.Request, n)
+	var wg sync.WaitGroup
+	for i := range reqs {
+		sent := make(chan struct{})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reqs[i] = client.Get(ctx, l.Cluster.Dial, addr, "/slow?ms=20000", 30*time.Second, sent)
+		}()
+		<-sent
+	}
+	return reqs, wg.Wait
 }

@@ -32,15 +32,7 @@ import (
 // RefusedTo counts the requests to target that were refused: the clients'
 // refused_after_sigterm when target is a terminating pod.
 func RefusedTo(target string, reqs ...[]client.Request) int {
-	n := 0
-	for _, rs := range reqs {
-		for _, r := range rs {
-			if r.Target == target && r.Outcome == client.Refused {
-				n++
-			}
-		}
-	}
-	return n
+	return countTo(target, reqs, func(r client.Request) bool { return r.Outcome == client.Refused })
 }
 
 // Death is when a container got SIGKILL and when it was gone, from the
@@ -57,15 +49,7 @@ type Death struct {
 
 // KilledBy counts the requests to target killed by the container's SIGKILL.
 func KilledBy(target string, d Death, reqs ...[]client.Request) int {
-	n := 0
-	for _, rs := range reqs {
-		for _, r := range rs {
-			if r.Target == target && Killed(r, d) {
-				n++
-			}
-		}
-	}
-	return n
+	return countTo(target, reqs, func(r client.Request) bool { return Killed(r, d) })
 }
 
 // Killed reports whether r was killed by the container's SIGKILL.
@@ -92,15 +76,7 @@ func written(r client.Request) bool { return !strings.HasPrefix(r.Err, "write ")
 // KilledAtExitTo counts the requests to target cut by the exit of a server
 // that does not drain.
 func KilledAtExitTo(target string, d Death, reqs ...[]client.Request) int {
-	n := 0
-	for _, rs := range reqs {
-		for _, r := range rs {
-			if r.Target == target && KilledAtExit(r, d) {
-				n++
-			}
-		}
-	}
-	return n
+	return countTo(target, reqs, func(r client.Request) bool { return KilledAtExit(r, d) })
 }
 
 // KilledAtExit reports whether r was cut by the exit (not SIGKILL) of a
@@ -125,15 +101,7 @@ func KilledAtExit(r client.Request, d Death) bool {
 // ResetAtShutdownTo counts the requests to target reset or closed unanswered
 // by the shutdown of a live server.
 func ResetAtShutdownTo(target string, d Death, reqs ...[]client.Request) int {
-	n := 0
-	for _, rs := range reqs {
-		for _, r := range rs {
-			if r.Target == target && ResetAtShutdown(r, d) {
-				n++
-			}
-		}
-	}
-	return n
+	return countTo(target, reqs, func(r client.Request) bool { return ResetAtShutdown(r, d) })
 }
 
 // ResetAtShutdown reports whether r was reset or closed unanswered by the
@@ -142,4 +110,17 @@ func ResetAtShutdown(r client.Request, d Death) bool {
 	cut := r.Outcome == client.Reset || r.Outcome == client.EOF
 	alive := d.SIGKILL.IsZero() || r.End.Before(d.SIGKILL)
 	return cut && alive && !Killed(r, d) && !KilledAtExit(r, d)
+}
+
+// countTo counts the requests to target that match.
+func countTo(target string, reqs [][]client.Request, match func(client.Request) bool) int {
+	n := 0
+	for _, rs := range reqs {
+		for _, r := range rs {
+			if r.Target == target && match(r) {
+				n++
+			}
+		}
+	}
+	return n
 }

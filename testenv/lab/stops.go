@@ -6,7 +6,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -226,21 +225,11 @@ func oomScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	addr := cluster.PodAddr(pod, cluster.ServerPort)
 	l.progress.Step("%s: pod %s on %s at %s (memory limit 64Mi): %d × /slow?ms=20000 in flight, then /alloc?mb=256",
 		name, pod.Name, pod.Spec.NodeName, addr, inflightSlow)
-	reqs := make([]client.Request, inflightSlow)
-	var wg sync.WaitGroup
-	for i := range reqs {
-		sent := make(chan struct{})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			reqs[i] = client.Get(ctx, l.Cluster.Dial, addr, "/slow?ms=20000", 30*time.Second, sent)
-		}()
-		<-sent
-	}
+	reqs, wait := startSlow(ctx, l, addr, inflightSlow)
 	time.Sleep(300 * time.Millisecond) // being handled, not just queued
 	allocAt := time.Now()
 	alloc := client.Get(ctx, l.Cluster.Dial, addr, "/alloc?mb=256", 10*time.Second, nil)
-	wg.Wait()
+	wait()
 	last, err := l.waitRestarted(ctx, pod)
 	if err != nil {
 		return nil, err

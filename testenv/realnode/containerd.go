@@ -77,6 +77,16 @@ func (n *Node) writeContainerdConfig() (string, error) {
 	return cfg, os.WriteFile(cfg, []byte(body), 0o644)
 }
 
+// noPulls is containerd's environment: every registry request goes to a
+// proxy on the node namespace's loopback where nothing listens, so a pull
+// fails at once ("proxyconnect … connection refused") and never resolves
+// or dials a registry. Images are imported; a pod that is not pinned here
+// (realnode.Pin: imagePullPolicy Never) would otherwise make containerd
+// look up registry-1.docker.io through the host's resolver, a packet to an
+// address outside the test network (it dies in the fabric, which routes
+// nothing out, but it must not be sent at all).
+var noPulls = []string{"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=", "https_proxy=", "http_proxy=", "no_proxy="}
+
 // startContainerd runs Debian's containerd in the node namespace (the CNI
 // plugins it runs put pod veths on the bridge of its own namespace) and in
 // the node's runtime cgroup, and waits until it answers.
@@ -85,7 +95,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("containerd config: %w", err)
 	}
-	p, err := n.start("containerd", "containerd", "--config", cfg)
+	p, err := n.startEnv("containerd", noPulls, "containerd", "--config", cfg)
 	if err != nil {
 		return err
 	}

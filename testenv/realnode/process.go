@@ -23,6 +23,11 @@ type proc struct {
 // unshares the mount namespace and remounts /sys: the kubelet then finds no
 // cgroup mounts). It dies with this process (PR_SET_PDEATHSIG).
 func (n *Node) start(name, bin string, args ...string) (*proc, error) {
+	return n.startEnv(name, nil, bin, args...)
+}
+
+// startEnv is start with env added to this process's environment.
+func (n *Node) startEnv(name string, env []string, bin string, args ...string) (*proc, error) {
 	p := &proc{name: name, logPath: filepath.Join(n.Dir, name+".log"), done: make(chan struct{})}
 	log, err := os.Create(p.logPath)
 	if err != nil {
@@ -30,6 +35,9 @@ func (n *Node) start(name, bin string, args ...string) (*proc, error) {
 	}
 	p.log = log
 	p.cmd = exec.Command(bin, args...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = log, log
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := n.NS.Start(p.cmd); err != nil {

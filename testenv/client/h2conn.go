@@ -158,6 +158,12 @@ func (c *h2conn) fail(err error) {
 		c.Outcome, c.Err = StreamReset, err.Error()
 	case c.GoAway && classify(err) == EOF:
 		c.Outcome, c.Err = GoneAway, err.Error()
+	case c.GoAway && c.Path == "" && classify(err) == Reset:
+		// An idle connection told to go away, whose last frame (a PING or
+		// SETTINGS ACK answering the server's shutdown) reached a socket
+		// the server had just closed: its kernel answers with a RST.
+		// Nothing was in flight; it went away all the same.
+		c.Outcome, c.Err = GoneAway, err.Error()
 	default:
 		c.Outcome, c.Err = classify(err), err.Error()
 	}

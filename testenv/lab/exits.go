@@ -81,15 +81,10 @@ func exitScenario(s exitServer) func(ctx context.Context, l *Lab) ([]Result, err
 		if derr != nil {
 			return nil, errorf("deleting", derr)
 		}
-		stopped, err := l.Cluster.WaitTerminated(ctx, pod.UID)
-		if err != nil {
-			return nil, errorf("node agent", err)
-		}
-		vs, err := l.WaitComplete(ctx, ns, string(pod.UID))
+		stopped, v, err := l.stopped(ctx, pod)
 		if err != nil {
 			return nil, err
 		}
-		v := vs[0]
 		death := Death{SIGKILL: stopped.SIGKILLAt, Exit: stopped.ExitAt, StopSignal: stopped.StopSignalAt, NoDrain: true}
 		return l.stopResult(ctx, s.name, pod, v, since, death, map[string][]client.Request{"slow": reqs},
 			fmt.Sprintf("exit code %d (node agent), %d (drainwatch); death %s of %s; outcome %s; %s",

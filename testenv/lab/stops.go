@@ -289,15 +289,11 @@ func evictionScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	if err != nil {
 		return nil, errorf("evicting", err)
 	}
-	stopped, err := l.Cluster.WaitTerminated(ctx, pod.UID)
-	if err != nil {
-		return nil, errorf("node agent", err)
-	}
-	vs, err := l.WaitComplete(ctx, ns, string(pod.UID))
+	stopped, v, err := l.stopped(ctx, pod)
 	if err != nil {
 		return nil, err
 	}
-	v, m := vs[0], vs[0].Marks
+	m := v.Marks
 	ready := "yes"
 	if m.EndpointsNotReady.IsZero() || !m.ListenerClosed.Before(m.EndpointsNotReady) {
 		ready = "no"
@@ -363,15 +359,10 @@ func (l *Lab) shutdownResult(ctx context.Context, name string, pods []corev1.Pod
 	clients := map[string][]client.Request{}
 	for i := range pods {
 		pod := &pods[i]
-		stopped, err := l.Cluster.WaitTerminated(ctx, pod.UID)
-		if err != nil {
-			return nil, errorf("node agent", err)
-		}
-		got, err := l.WaitComplete(ctx, pod.Namespace, string(pod.UID))
+		stopped, v, err := l.stopped(ctx, pod)
 		if err != nil {
 			return nil, err
 		}
-		v := got[0]
 		r, err := l.stopRow(pod.Name, pod, v, since, Death{SIGKILL: stopped.SIGKILLAt, Exit: stopped.ExitAt}, map[string][]client.Request{"work": work[i]},
 			fmt.Sprintf("exit code %d; %s", stopped.ExitCode, causeNote(v, correlate.CauseNodeShutdown)))
 		if err != nil {
@@ -407,4 +398,18 @@ func addRow(sum *Result, r Result) {
 	sum.DrainwatchProbeRefused += r.DrainwatchProbeRefused
 	sum.ClientResetAtShutdown += r.ClientResetAtShutdown
 	sum.DrainwatchResetAtShutdown += r.DrainwatchResetAtShutdown
+}
+
+// stopped waits for the node agent's record of pod's stop and for
+// drainwatch's completed termination of it.
+func (l *Lab) stopped(ctx context.Context, pod *corev1.Pod) (node.Termination, exporter.TerminationView, error) {
+	rec, err := l.Cluster.WaitTerminated(ctx, pod.UID)
+	if err != nil {
+		return rec, exporter.TerminationView{}, errorf("node agent", err)
+	}
+	vs, err := l.WaitComplete(ctx, pod.Namespace, string(pod.UID))
+	if err != nil {
+		return rec, exporter.TerminationView{}, err
+	}
+	return rec, vs[0], nil
 }

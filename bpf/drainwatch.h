@@ -86,7 +86,8 @@ struct event {
 	__u8 cause;
 	__u8 target_init;
 	__u8 inflight;     /* enum inflight_kind, for EV_CONN_CLOSED_INFLIGHT */
-	__u8 pad[6];
+	__u8 pad[2];
+	__u32 seq;         /* refused: the SYN's sequence number (host byte order) */
 	char comm[16];
 	char sender_comm[16];
 };

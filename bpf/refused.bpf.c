@@ -52,6 +52,9 @@ static __always_inline int parse_rx(const struct sk_buff *skb, struct event *e)
 	}
 	e->rport = (tcp[0] << 8) | tcp[1];
 	e->lport = (tcp[2] << 8) | tcp[3];
+	/* A SYN retransmitted after its RST was lost carries the same
+	 * sequence number: correlate counts the attempt once. */
+	e->seq = ((__u32)tcp[4] << 24) | ((__u32)tcp[5] << 16) | ((__u32)tcp[6] << 8) | tcp[7];
 	return tcp[13];
 }
 

@@ -97,6 +97,9 @@ type Event struct {
 	// Reason is the kernel's RST reason (sk_rst_reason / skb drop reason) for
 	// refused and reset events.
 	Reason uint32
+	// Seq is the refused SYN's sequence number: a SYN the client
+	// retransmits (its RST was lost on the way) carries the same one.
+	Seq uint32
 
 	// Signal fields: Signal number, the sender, and whether the target is the
 	// init (PID 1) of its PID namespace. On accept and refused events the

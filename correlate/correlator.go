@@ -40,6 +40,9 @@ type Correlator struct {
 	// ended holds the container terminations that ended between two
 	// Ticks (a restart seen by the next stop): the next Tick returns them.
 	ended []Termination
+	// refusals remembers the SYNs refused in terminations, so that a
+	// retransmission of one (its RST was lost) is not a second attempt.
+	refusals synMemory
 }
 
 // Watermark is the latest kernel event time processed and how many

@@ -131,9 +131,16 @@ func notReady(uid string, at time.Time) collector.EndpointUpdate {
 	return collector.EndpointUpdate{Seen: at, PodUID: uid, Present: true, Serving: true, Terminating: true}
 }
 
+// sock is a socket event from the client 10.244.2.9:40000. A refused one is
+// a SYN of its own (a sequence number from its time): repeating one is a
+// retransmission, see synMemory.
 func sock(typ collector.EventType, ino uint32, ip netip.Addr, cookie uint64, at time.Time) collector.Event {
-	return collector.Event{Type: typ, Time: at, NetnsIno: ino, SockCookie: cookie,
+	e := collector.Event{Type: typ, Time: at, NetnsIno: ino, SockCookie: cookie,
 		Local: netip.AddrPortFrom(ip, port), Remote: netip.MustParseAddrPort("10.244.2.9:40000")}
+	if typ == collector.EventRefused {
+		e.Seq = uint32(at.UnixNano())
+	}
+	return e
 }
 
 func openListener(ino uint32, at time.Time) collector.Event {

@@ -182,7 +182,7 @@ func listenClose(p *podState, e *collector.Event) {
 // kept in Early by Kernel and classified when deletion_seen is known. The
 // kubelet's probes are counted apart and never as client attempts.
 func (c *Correlator) refused(t *termState, e *collector.Event) {
-	if t == nil {
+	if t == nil || c.refusals.repeat(e) {
 		return
 	}
 	stop := stopPoint(t)

@@ -68,6 +68,7 @@ func decodeEvent(b []byte, clk wallClock, ev *collector.Event) error {
 		Remote:       addrPort(r.Family, &r.Raddr, r.Rport),
 		SockCookie:   r.Cookie,
 		Reason:       r.Reason,
+		Seq:          r.Seq,
 		Signal:       r.Signal,
 		SenderPID:    r.SenderPid,
 		SenderComm:   comm(&r.SenderComm),

@@ -3,6 +3,8 @@ package kernel
 import (
 	"context"
 	"errors"
+	"net/netip"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +50,42 @@ func testRefused(t *testing.T, opts Options) {
 		if ev.Local.String() != serverIP+":9" || ev.Remote.Addr().String() != clientIP || ev.Reason != 1 {
 			t.Fatalf("refused event %+v: want local %s:9, remote %s, reason 1 (NO_SOCKET)", ev, serverIP, clientIP)
 		}
+	}
+}
+
+// TestRefusedSeq: a refused event carries its SYN's sequence number, by
+// which correlate counts a retransmitted SYN once: SYNs sent raw from one
+// client port with sequence numbers 7, 7 (a retransmission) and
+// 0xfedcba98 give three refused events with exactly those, from every
+// refused source.
+func TestRefusedSeq(t *testing.T) {
+	for name, opts := range map[string]Options{
+		"tcp_send_reset":    {},
+		"kfree_skb":         {RefusedFallback: true},
+		"kfree_skb_rcv_syn": {RefusedByLocation: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := newLab(t)
+			k := openTestKernel(t, opts)
+			must(t, k.WatchNetns(l.server.Inode()))
+			src, dst := netip.MustParseAddrPort(clientIP+":45000"), netip.MustParseAddrPort(serverIP+":9")
+			want := []uint32{7, 7, 0xfedcba98}
+			for _, seq := range want {
+				must(t, l.client.Do(func() error { return sendSegmentSeq(src, dst, tcpSYN, seq, nil) }))
+			}
+			evs := collect(k, 10*time.Second, func(evs []collector.Event) bool { return len(evs) >= len(want) })
+			evs = append(evs, drain(k, 300*time.Millisecond)...)
+			var got []uint32
+			for _, ev := range evs {
+				if ev.Type != collector.EventRefused || ev.Remote != src || ev.Local != dst {
+					t.Fatalf("event %+v: want refused from %s to %s", ev, src, dst)
+				}
+				got = append(got, ev.Seq)
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("refused events' sequence numbers %#x, want %#x", got, want)
+			}
+		})
 	}
 }
 

@@ -99,6 +99,7 @@ func containsAddr(addrs []netip.AddrPort, a netip.AddrPort) bool {
 }
 
 const (
+	tcpSYN = 0x02
 	tcpPSH = 0x08
 	tcpACK = 0x10
 )
@@ -107,6 +108,11 @@ const (
 // the calling namespace (the kernel writes the IP header): what a peer
 // sends to a connection that no longer exists.
 func sendSegment(src, dst netip.AddrPort, flags byte, data []byte) error {
+	return sendSegmentSeq(src, dst, flags, 1000, data) // no socket checks seq or ack
+}
+
+// sendSegmentSeq is sendSegment with the sequence number seq.
+func sendSegmentSeq(src, dst netip.AddrPort, flags byte, seq uint32, data []byte) error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_TCP)
 	if err != nil {
 		return fmt.Errorf("raw socket: %w", err)
@@ -118,7 +124,7 @@ func sendSegment(src, dst netip.AddrPort, flags byte, data []byte) error {
 	seg := make([]byte, 20+len(data))
 	binary.BigEndian.PutUint16(seg[0:], src.Port())
 	binary.BigEndian.PutUint16(seg[2:], dst.Port())
-	binary.BigEndian.PutUint32(seg[4:], 1000) // seq and ack: no socket checks them
+	binary.BigEndian.PutUint32(seg[4:], seq)
 	binary.BigEndian.PutUint32(seg[8:], 1000)
 	seg[12] = 5 << 4 // header length: 5 words
 	seg[13] = flags

@@ -83,7 +83,8 @@ type sockStateEvent struct {
 	Cause        uint8
 	TargetInit   uint8
 	Inflight     uint8
-	Pad          [6]uint8
+	Pad          [2]uint8
+	Seq          uint32
 	Comm         [16]int8
 	SenderComm   [16]int8
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -169,4 +170,44 @@ func pinnedLost(t *testing.T, pinDir string) uint64 {
 		n += v
 	}
 	return n
+}
+
+// podNetns is the bind-mounted network namespace of a pod on the first node.
+func podNetns(t *testing.T, c *cluster.Cluster, p *corev1.Pod) string {
+	t.Helper()
+	info, ok := c.Nodes[0].Pod(p.UID)
+	if !ok || info.Netns == "" {
+		t.Fatalf("the node agent knows no network namespace of pod %s", p.Name)
+	}
+	return info.Netns
+}
+
+// outRsts is the Tcp OutRsts counter of the network namespace at path:
+// every RST its kernel sent, delivered or not.
+func outRsts(t *testing.T, netns string) int {
+	t.Helper()
+	out, err := exec.Command("nsenter", "--net="+netns, "cat", "/proc/net/snmp").Output()
+	if err != nil {
+		t.Fatalf("reading /proc/net/snmp in %s: %v", netns, err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Tcp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i, name := range names {
+			if name == "OutRsts" && i < len(f) {
+				n, err := strconv.Atoi(f[i])
+				must(t, err)
+				return n
+			}
+		}
+	}
+	t.Fatalf("no Tcp OutRsts in %s's /proc/net/snmp:\n%s", netns, out)
+	return 0
 }

@@ -47,11 +47,14 @@ const (
 // connection attempts from the fabric while another, a naive server under
 // its own ground-truth client, is deleted. Whatever the flood does to the
 // ring buffer, nothing is lost silently:
-//   - every refusal the kernel made in the watched pods (the flooder's, the
-//     victim's client's, the kubelet prober's at the victim) is a
+//   - every refusal the kernel made in the watched pods (the flooded pod's
+//     RSTs, from its network namespace's Tcp OutRsts; the victim's client's
+//     and the kubelet prober's at the victim, as they saw them) is a
 //     delivered refused event or covered by drainwatch_kernel_events_lost_total:
 //     delivered = made when nothing was lost, delivered <= made <=
-//     delivered + lost otherwise;
+//     delivered + lost otherwise, where made is exact unless the flooder
+//     retransmitted a SYN: a RST lost on the way back makes one refusal
+//     more than the client saw (see checkFloodRsts);
 //   - the victim's termination is exact (refused and probe_refused equal
 //     the client's and the prober's) unless events were lost, and then it
 //     is partial with events_lost (and, if its stop signal's or exit's
@@ -73,14 +76,19 @@ func TestFloodLeavesNeighboursExact(t *testing.T) {
 	c, d, pinDir := startFloodNode(ctx, t)
 	flooded, victim := floodPods(ctx, t, c)
 	waitScopesWatched(ctx, t, c, pinDir, flooded, victim)
-	before, kernelLost := readFloodMetrics(ctx, t, d.URL), pinnedLost(t, pinDir)
+	floodNetns := podNetns(t, c, flooded)
+	before, kernelLost, rsts := readFloodMetrics(ctx, t, d.URL), pinnedLost(t, pinDir), outRsts(t, floodNetns)
 	fr, term, reqs := floodWhileTerminating(ctx, t, c, d, flooded, victim)
+	floodRsts := outRsts(t, floodNetns) - rsts
 	got := waitCompleteAPI(ctx, t, d, victim)
 	probes, err := c.ProbeRefusals(victim, term.Killing)
 	must(t, err)
 	want := lab.RefusedTo(cluster.PodAddr(victim, cluster.ServerPort), reqs)
-	made := fr.refused + want + probes
-	after := waitFloodAccounted(ctx, t, d.URL, before, made)
+	// The flooded pod refused what its flooder saw, and once more for a
+	// RST lost on the way back (see checkFloodRsts).
+	made := refusalsMade{lo: fr.refused + want + probes, hi: min(floodRsts, fr.refused+fr.retransmitted) + want + probes}
+	checkFloodRsts(t, fr, floodRsts)
+	after := waitFloodAccounted(ctx, t, d.URL, before, made.lo)
 	lost := after.lost - before.lost
 	if k := pinnedLost(t, pinDir) - kernelLost; float64(k) > lost {
 		t.Errorf("the kernel failed %d ring-buffer reserves, drainwatch_kernel_events_lost_total rose by %v", k, lost)
@@ -172,8 +180,12 @@ func floodPods(ctx context.Context, t *testing.T, c *cluster.Cluster) (flooded, 
 // floodResult is what the flooder's connect calls returned.
 type floodResult struct {
 	refused, accepted, other int
-	errs                     map[string]int // the other outcomes, by error
-	start, end               time.Time
+	// retransmitted counts the SYNs the flooder sent again before it was
+	// refused (TCP_INFO): each is one more refusal when the RST before it
+	// was lost, none when the SYN itself was.
+	retransmitted int
+	errs          map[string]int // the other outcomes, by error
+	start, end    time.Time
 }
 
 func (r floodResult) attempts() int { return r.refused + r.accepted + r.other }
@@ -196,6 +208,7 @@ func flood(t *testing.T, c *cluster.Cluster, podIP string) floodResult {
 			mu.Lock()
 			defer mu.Unlock()
 			res.refused, res.accepted, res.other = res.refused+mine.refused, res.accepted+mine.accepted, res.other+mine.other
+			res.retransmitted += mine.retransmitted
 			for e, n := range mine.errs {
 				res.errs[e] += n
 			}
@@ -222,12 +235,19 @@ func floodFrom(ip [4]byte, count int, deadline time.Time, r *floodResult) error 
 			return err
 		}
 		err = unix.Connect(fd, &unix.SockaddrInet4{Port: port, Addr: ip})
+		var info *unix.TCPInfo
+		if errors.Is(err, unix.ECONNREFUSED) {
+			info, _ = unix.GetsockoptTCPInfo(fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+		}
 		unix.Close(fd)
 		switch {
 		case err == nil:
 			r.accepted++
 		case errors.Is(err, unix.ECONNREFUSED):
 			r.refused++
+			if info != nil {
+				r.retransmitted += int(info.Total_retrans)
+			}
 		default:
 			r.other++
 			r.errs[err.Error()]++
@@ -236,16 +256,39 @@ func floodFrom(ip [4]byte, count int, deadline time.Time, r *floodResult) error 
 	return nil
 }
 
+// refusalsMade is what the kernel refused in the watched pods: lo what
+// the clients saw, hi with the flooder's retransmitted SYNs.
+type refusalsMade struct{ lo, hi int }
+
+// checkFloodRsts: the flooded pod's kernel sent a RST for every refusal
+// its flooder saw, and one more for each RST lost on the way back (a full
+// backlog on this 2-core node: the flooder retransmits the SYN 1 s later
+// and is refused again, seen once in ~140,000), which shows as a
+// retransmission in the flooder's TCP_INFO (as does a SYN lost on the way
+// in, which makes no second RST). So flooder-seen <= refused <= flooder-
+// seen + retransmitted, and <= the pod's Tcp OutRsts, which holds its other
+// RSTs too (48 for 16,100 flood connections to the open port in one run).
+// correlate counts such a retransmission once in a termination
+// (synMemory); the kernel-event counter compared here counts RSTs.
+func checkFloodRsts(t *testing.T, fr floodResult, rsts int) {
+	t.Helper()
+	t.Logf("the flooded pod's kernel sent %d RSTs; its flooder saw %d refusals after %d retransmitted SYNs", rsts, fr.refused, fr.retransmitted)
+	if rsts < fr.refused {
+		t.Errorf("the flooded pod sent %d RSTs (Tcp OutRsts), fewer than the %d refusals its flooder saw", rsts, fr.refused)
+	}
+}
+
 // checkEventsAccounted: every refusal made is delivered, or the loss
 // counter covers it.
-func checkEventsAccounted(t *testing.T, delivered, lost float64, made int) {
+func checkEventsAccounted(t *testing.T, delivered, lost float64, made refusalsMade) {
 	t.Helper()
-	t.Logf("refusals made in the watched pods %d; refused events delivered %v; kernel events lost %v", made, delivered, lost)
+	t.Logf("refusals made in the watched pods %d to %d; refused events delivered %v; kernel events lost %v", made.lo, made.hi, delivered, lost)
+	lo, hi := float64(made.lo), float64(made.hi)
 	switch {
-	case lost == 0 && delivered != float64(made):
-		t.Errorf("no event lost, yet %v refused events delivered for %d refusals made", delivered, made)
-	case lost > 0 && (delivered > float64(made) || float64(made) > delivered+lost):
-		t.Errorf("%v lost: want delivered %v <= made %d <= delivered + lost", lost, delivered, made)
+	case lost == 0 && (delivered < lo || delivered > hi):
+		t.Errorf("no event lost, yet %v refused events delivered for %d to %d refusals made", delivered, made.lo, made.hi)
+	case lost > 0 && (delivered > hi || lo > delivered+lost):
+		t.Errorf("%v lost: want delivered %v <= made (%d to %d) <= delivered + lost", lost, delivered, made.lo, made.hi)
 	}
 }
 

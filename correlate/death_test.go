@@ -107,11 +107,11 @@ func TestRequestsKilledAtExit(t *testing.T) {
 				exitOf(initPID, "server", 137, 9, ms(3001), collector.CauseSigkill), closeListener(netA, ms(3001)))...),
 			counts: Counts{RequestsKilledBySigkill: 4, InflightAtStopSignal: 4},
 			death:  DeathSigkill, codes: []string{DiagStopSignalIgnored, DiagRequestsKilled}, outcome: OutcomeKilled},
-		{name: "idle at exit stays out",
+		{name: "idle at exit: reset, not killed",
 			events: exitScenario(exited(cgA, initPID, 143, 15, true, ms(1200)), reset(netA, initPID, 36, ms(1200)),
 				queued(initPID, 35, collector.CauseSignal, ms(1200)), closeListener(netA, ms(1200))),
 			counts: Counts{ConnectionsResetAtExit: 2},
-			death:  DeathStopSignal, codes: []string{DiagClean}, outcome: OutcomeClean},
+			death:  DeathStopSignal, codes: []string{DiagResetAtExit}, outcome: OutcomeReset},
 		{name: "crash with no stop signal seen yet (during the preStop)",
 			events: exitScenario(flat(exitOf(initPID, "server", 134, 6, ms(-3), collector.CauseSignal), closeListener(netA, ms(-3)))...),
 			counts: Counts{RequestsKilledAtExit: 4},
@@ -137,7 +137,7 @@ func TestRequestsKilledAtExit(t *testing.T) {
 			}
 			for _, d := range got.Diagnoses {
 				if d.Code != DiagClean && d.Code != DiagNoDrainDelay && !strings.Contains(d.Message, "requests in flight") &&
-					d.Code != DiagStopSignalIgnored && d.Code != DiagRequestsKilled {
+					d.Code != DiagStopSignalIgnored && d.Code != DiagRequestsKilled && d.Code != DiagResetAtExit {
 					t.Errorf("%s: %q names no count", d.Code, d.Message)
 				}
 			}

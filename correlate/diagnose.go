@@ -16,7 +16,7 @@ const (
 	OutcomeRefused          = "refused"            // connections refused (before or after the stop signal)
 	OutcomeKilled           = "killed"             // requests killed in flight, by SIGKILL or at an exit
 	OutcomeRefusedAndKilled = "refused_and_killed" // both
-	OutcomeReset            = "reset"              // only connections reset by the shutdown or requests reset on reused connections
+	OutcomeReset            = "reset"              // only connections reset: by the shutdown, on reuse, or at the exit
 	OutcomePartial          = "partial"            // nothing lost as far as the incomplete view shows
 )
 
@@ -36,7 +36,7 @@ func outcomeOf(t Termination) string {
 		return OutcomeRefused
 	case killed:
 		return OutcomeKilled
-	case t.Counts.ConnectionsResetAtShutdown+t.Counts.RequestsResetOnReusedConnections > 0:
+	case t.Counts.ConnectionsResetAtShutdown+t.Counts.RequestsResetOnReusedConnections+t.Counts.ConnectionsResetAtExit > 0:
 		return OutcomeReset
 	case t.Partial:
 		return OutcomePartial
@@ -65,7 +65,7 @@ func diagnose(t Termination, prestopMessage string, cfg Config) []Diagnosis {
 	killed = nodeFix(t, killed)
 	for _, d := range []*Diagnosis{
 		restart, routing, drainDelay, ignoredDiagnosis(t, ignored),
-		exceeded, killed, killedAtExit(t, restart), streamsKilled(t), shutdownResets(t), resetOnReuse(t),
+		exceeded, killed, killedAtExit(t, restart), streamsKilled(t), shutdownResets(t), resetAtExit(t), resetOnReuse(t),
 		prestopFailed(t, prestopMessage), budgetTooSmall(t, ignored, cfg), stopSignalMismatch(t),
 	} {
 		if d != nil {
@@ -227,6 +227,22 @@ func shutdownResets(t Termination) *Diagnosis {
 	return &Diagnosis{Code: DiagShutdownResets,
 		Message: fmt.Sprintf("the shutdown reset %d connections while the server was alive: accepted but not yet served when the listener closed, or closed with a request unanswered", n),
 		Fix:     "keep accepting until routing has converged (preStop sleep), then stop accepting and answer every request already accepted before closing its connection (e.g. Go's http.Server.Shutdown)"}
+}
+
+// resetAtExit: the exit reset connections nothing had answered yet, which
+// their clients see as a reset: accepted by the kernel but still in the
+// listener's accept queue (the listener was open at the exit: the server
+// never stopped accepting), or with request bytes the server never read.
+// When the exit also killed requests, their diagnosis names the cause and
+// the fix for both.
+func resetAtExit(t Termination) *Diagnosis {
+	n := t.Counts.ConnectionsResetAtExit
+	if n == 0 || t.Counts.RequestsKilledBySigkill+t.Counts.RequestsKilledAtExit > 0 {
+		return nil
+	}
+	return &Diagnosis{Code: DiagResetAtExit,
+		Message: fmt.Sprintf("the exit reset %d connections nothing had answered: still in the listener's accept queue, or with request bytes never read", n),
+		Fix:     "handle the stop signal: serve through the drain delay, then close the listener and answer what it accepted before exiting (e.g. Go's http.Server.Shutdown)"}
 }
 
 // stopSignalMismatch: the runtime sent another signal than the one the API

@@ -54,7 +54,7 @@ func TestResetOnReusedConnections(t *testing.T) {
 		{name: "abort on close is not a reuse",
 			steps:    []any{exited(cgA, initPID+1, 0, 0, false, ms(2000)), func() collector.Event { e := rst(11, reasonAbortOnClose, ms(2000)); e.PID = initPID + 1; return e }()},
 			atExit:   1,
-			wantDiag: DiagClean, outcome: OutcomeClean},
+			wantDiag: DiagResetAtExit, outcome: OutcomeReset},
 		{name: "no socket after the listener closed is a reset at shutdown",
 			steps:    []any{rst(0, reasonNoSocket, ms(1600))},
 			shutdown: 1, outcome: OutcomeReset},

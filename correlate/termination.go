@@ -89,6 +89,7 @@ const (
 	DiagPrestopFailed       = "prestop_hook_failed"
 	DiagBudgetTooSmall      = "budget_too_small"
 	DiagShutdownResets      = "connections_reset_at_shutdown"
+	DiagResetAtExit         = "connections_reset_at_exit"
 	DiagResetOnReuse        = "requests_reset_on_reused_connections"
 	DiagStreamsKilled       = "streams_killed"
 	DiagStopSignalMismatch  = "stop_signal_mismatch"

@@ -35,6 +35,7 @@ var eventReasons = map[string]string{
 	correlate.DiagPrestopFailed:       "DrainPrestopFailed",
 	correlate.DiagBudgetTooSmall:      "DrainBudgetTooSmall",
 	correlate.DiagShutdownResets:      "DrainShutdownResets",
+	correlate.DiagResetAtExit:         "DrainResetAtExit",
 	correlate.DiagStreamsKilled:       "DrainStreamsKilled",
 	correlate.DiagStopSignalMismatch:  "DrainStopSignalMismatch",
 	correlate.DiagResetOnReuse:        "DrainResetOnReusedConnections",

@@ -83,7 +83,7 @@ func TestEventReasons(t *testing.T) {
 		"requests_killed":                          "DrainKilledRequests", "prestop_hook_failed": "DrainPrestopFailed",
 		"clean": "", "something_new": "DrainProblem",
 		"connections_reset_at_shutdown": "DrainShutdownResets", "streams_killed": "DrainStreamsKilled",
-		"stop_signal_mismatch": "DrainStopSignalMismatch",
+		"stop_signal_mismatch": "DrainStopSignalMismatch", "connections_reset_at_exit": "DrainResetAtExit",
 	} {
 		if got := EventReason(code); got != want {
 			t.Errorf("EventReason(%s) = %q, want %q", code, got, want)

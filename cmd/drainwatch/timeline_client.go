@@ -3,34 +3,31 @@ package main
 import (
 	"fmt"
 	"net/http"
-	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 // urlClient is the HTTP client for a --url daemon. A daemon run with
-// --auth=kubernetes wants a bearer token: --token, else the kubeconfig's
-// credentials (a token, a token file or an exec plugin) — these only to
-// https daemons, never in clear text; --ca-file is the CA of the daemons'
-// serving certificate, --insecure-skip-tls-verify for a self-signed one.
+// --auth=kubernetes wants a bearer token, which only an https daemon whose
+// certificate is verified (--certificate-authority, else the system's
+// roots) gets: see daemonCredentials.
 func (f timelineFlags) urlClient(base string) (*http.Client, error) {
-	cfg := &rest.Config{BearerToken: f.token}
-	https := strings.HasPrefix(base, "https://")
-	if f.token == "" && https {
-		if kc, err := f.restConfig(); err == nil {
-			cfg = rest.AnonymousClientConfig(kc)
-			cfg.BearerToken, cfg.BearerTokenFile = kc.BearerToken, kc.BearerTokenFile
-			cfg.ExecProvider, cfg.AuthProvider = kc.ExecProvider, kc.AuthProvider
-		}
+	u, err := daemonURL(base)
+	if err != nil {
+		return nil, err
 	}
-	cfg.TLSClientConfig = rest.TLSClientConfig{CAFile: f.caFile, Insecure: f.insecure}
-	if !https && cfg.BearerToken == "" {
-		return http.DefaultClient, nil
+	if err := f.checkDaemonTrust(u); err != nil {
+		return nil, err
+	}
+	cfg := &rest.Config{}
+	if u.Scheme == "https" {
+		cfg = f.daemonCredentials()
+		cfg.TLSClientConfig = rest.TLSClientConfig{CAFile: f.caFile, Insecure: f.insecure}
 	}
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("the client for %s (--token, --ca-file): %w", base, err)
+		return nil, fmt.Errorf("the client for %s (--token, --certificate-authority): %w", base, err)
 	}
 	return client, nil
 }

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drainwatch/drainwatch/collector/kube"
 	"github.com/drainwatch/drainwatch/exporter"
 )
 
@@ -48,7 +47,7 @@ func parseTimelineFlags(args []string, stderr io.Writer) (timelineFlags, error) 
 	var f timelineFlags
 	fs := flag.NewFlagSet("drainwatch timeline", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Var(&f.urls, "url", "a daemon's address (https://NODE:9090, or http:// for one without TLS), repeatable; without it every daemon is asked through the API server's pod proxy, which carries no credential to them")
+	fs.Var(&f.urls, "url", "a daemon's address (https://NODE:9090, or http:// for one without TLS), repeatable; without it every daemon is asked through the API server's pod proxy, which carries no credential to them; no redirect is followed")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&f.context, "context", "", "kubeconfig context (default: the current one)")
 	fs.StringVar(&f.dwNamespace, "drainwatch-namespace", "drainwatch", "namespace of the drainwatch DaemonSet")
@@ -169,18 +168,6 @@ func (f timelineFlags) daemons(ctx context.Context) ([]exporter.Daemon, error) {
 		return nil, err
 	}
 	return exporter.ProxyDaemons(ctx, client, f.dwNamespace, f.selector, f.port)
-}
-
-func (f timelineFlags) kubeClient() (*kube.Clients, error) {
-	cfg, err := f.restConfig()
-	if err != nil {
-		return nil, err
-	}
-	client, err := kube.NewClients(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
-	return client, nil
 }
 
 func printTimelines(w io.Writer, format string, views []exporter.TerminationView) error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -11,7 +12,7 @@ import (
 // urlClient is the HTTP client for a --url daemon. A daemon run with
 // --auth=kubernetes wants a bearer token, which only an https daemon whose
 // certificate is verified (--certificate-authority, else the system's
-// roots) gets: see daemonCredentials.
+// roots) gets: see daemonCredentials. No client follows a redirect.
 func (f timelineFlags) urlClient(base string) (*http.Client, error) {
 	u, err := daemonURL(base)
 	if err != nil {
@@ -25,11 +26,38 @@ func (f timelineFlags) urlClient(base string) (*http.Client, error) {
 		cfg = f.daemonCredentials()
 		cfg.TLSClientConfig = rest.TLSClientConfig{CAFile: f.caFile, Insecure: f.insecure}
 	}
+	cfg.WrapTransport = refuseRedirects
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("the client for %s (--token, --certificate-authority): %w", base, err)
 	}
 	return client, nil
+}
+
+// podProxyClient is the API client of the pod-proxy path: core/v1 only.
+type podProxyClient struct{ core corev1.CoreV1Interface }
+
+// CoreV1 is the client of pods and their proxy.
+func (c podProxyClient) CoreV1() corev1.CoreV1Interface { return c.core }
+
+// kubeClient is the kubeconfig's client for the pod-proxy path, refused
+// when its credentials would reach the API server unprotected. It follows
+// no redirect: a daemon behind the proxy could answer one, and the
+// kubeconfig's credentials would follow it.
+func (f timelineFlags) kubeClient() (podProxyClient, error) {
+	cfg, err := f.restConfig()
+	if err != nil {
+		return podProxyClient{}, err
+	}
+	if err := checkAPIServerTrust(cfg); err != nil {
+		return podProxyClient{}, err
+	}
+	cfg.Wrap(refuseRedirects)
+	core, err := corev1.NewForConfig(cfg)
+	if err != nil {
+		return podProxyClient{}, fmt.Errorf("creating the core/v1 client: %w", err)
+	}
+	return podProxyClient{core: core}, nil
 }
 
 // restConfig is the kubeconfig's configuration (--kubeconfig, --context).

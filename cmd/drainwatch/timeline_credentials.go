@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 
 	"k8s.io/client-go/rest"
@@ -11,7 +12,7 @@ import (
 // Where `drainwatch timeline` may send a credential — --token, the
 // kubeconfig's token or token file, an exec or auth plugin's token — is
 // decided here, once: only over TLS, only to a peer whose certificate was
-// verified. The daemon accepts any
+// verified, and never on to where a redirect points. The daemon accepts any
 // token the API server accepts, so a token that leaks to whoever answers an
 // address also works against the cluster.
 
@@ -59,4 +60,64 @@ func (f timelineFlags) daemonCredentials() *rest.Config {
 	}
 	return &rest.Config{BearerToken: kc.BearerToken, BearerTokenFile: kc.BearerTokenFile,
 		ExecProvider: kc.ExecProvider, AuthProvider: kc.AuthProvider}
+}
+
+// refuseRedirects wraps the transport of every client of the CLI. That
+// transport adds the credentials to each request it sends, a redirected one
+// too: following a redirect would carry them to whatever address the answer
+// names (an http:// one in clear text). The daemon's API and the API
+// server's pod proxy never redirect, so a redirect is refused, with where it
+// pointed. It is refused here rather than by the http.Client's
+// CheckRedirect because client-go, given the redirect's response beside
+// that error, logs a misleading "unexpected error when reading response
+// body" line.
+func refuseRedirects(next http.RoundTripper) http.RoundTripper {
+	return redirectRefuser{next: next}
+}
+
+type redirectRefuser struct{ next http.RoundTripper }
+
+func (r redirectRefuser) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	if err != nil || !followable(resp) {
+		return resp, err
+	}
+	resp.Body.Close()
+	to := resp.Header.Get("Location")
+	if u, err := req.URL.Parse(to); err == nil {
+		to = u.Redacted()
+	}
+	return nil, fmt.Errorf("%s redirected to %s: drainwatch timeline follows no redirect, which would carry "+
+		"the credentials there; pass the address that answers itself", req.URL.Redacted(), to)
+}
+
+// followable is a response the http.Client would follow.
+func followable(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return resp.Header.Get("Location") != ""
+	}
+	return false
+}
+
+// checkAPIServerTrust refuses a kubeconfig whose credentials would reach
+// the API server unverified (the pod-proxy path, without --url). Over
+// http:// they cannot: clientcmd loads the user's credentials only for a
+// server it reaches over TLS. Client certificates are no such credential: a TLS client
+// certificate proves the key without revealing it, so a peer cannot replay it.
+func checkAPIServerTrust(cfg *rest.Config) error {
+	if cfg.BearerToken == "" && cfg.BearerTokenFile == "" && cfg.ExecProvider == nil &&
+		cfg.AuthProvider == nil && cfg.Password == "" {
+		return nil
+	}
+	u, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return fmt.Errorf("the kubeconfig's server %q: %w", cfg.Host, err)
+	}
+	if cfg.Insecure {
+		return fmt.Errorf("the kubeconfig's cluster %s skips TLS verification (insecure-skip-tls-verify): its credentials "+
+			"would go to an unverified peer; set the cluster's certificate-authority, or ask the daemons with --url", u.Redacted())
+	}
+	return nil
 }

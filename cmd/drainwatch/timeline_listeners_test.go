@@ -64,6 +64,13 @@ func daemonAPI() http.Handler {
 	return exporter.NewServer(exporter.ServerConfig{Source: oneTermination(term), Log: zerolog.Nop()}).Handler()
 }
 
+// redirectTo answers every request with a 302 to the same path on target.
+func redirectTo(target string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target+r.URL.RequestURI(), http.StatusFound)
+	})
+}
+
 // credentialFiles are a test's kubeconfigs and the CA of httptest's
 // certificate: a user with a token, a user with an exec plugin that counts
 // its runs in execRuns.
@@ -119,3 +126,5 @@ func runTimeline(args ...string) timelineRun {
 	code := timelineCmd(append([]string{"-o", "wide"}, args...), &out, &errOut)
 	return timelineRun{code, out.String(), errOut.String()}
 }
+
+func writeFile(path, content string) error { return os.WriteFile(path, []byte(content), 0o600) }

@@ -167,7 +167,11 @@ func (f timelineFlags) daemons(ctx context.Context) ([]exporter.Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	return exporter.ProxyDaemons(ctx, client, f.dwNamespace, f.selector, f.port)
+	ds, err := exporter.ProxyDaemons(ctx, client, f.dwNamespace, f.selector, f.port)
+	for i := range ds {
+		ds[i] = proxiedDaemon{ds[i]}
+	}
+	return ds, err
 }
 
 func printTimelines(w io.Writer, format string, views []exporter.TerminationView) error {

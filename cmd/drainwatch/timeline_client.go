@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/drainwatch/drainwatch/exporter"
 )
 
 // urlClient is the HTTP client for a --url daemon. A daemon run with
@@ -70,4 +76,19 @@ func (f timelineFlags) restConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("loading kubeconfig (or pass --url): %w", err)
 	}
 	return cfg, nil
+}
+
+// proxiedDaemon is a daemon asked through the pod proxy. Its 401 is the
+// daemon's own (the API server accepted the user's credentials to list the
+// pods): the proxy drops Authorization, so a daemon run with
+// --auth=kubernetes cannot be read this way, and the error says how it can.
+type proxiedDaemon struct{ exporter.Daemon }
+
+func (d proxiedDaemon) Terminations(ctx context.Context, q url.Values) (exporter.TerminationList, error) {
+	list, err := d.Daemon.Terminations(ctx, q)
+	if apierrors.IsUnauthorized(err) {
+		err = fmt.Errorf("%w: the API server's pod proxy carries no credentials to the daemon (run with --auth=kubernetes); "+
+			"ask it directly: --url https://NODE:9090 --certificate-authority CA.crt", err)
+	}
+	return list, err
 }

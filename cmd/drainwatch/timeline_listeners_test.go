@@ -105,7 +105,7 @@ current-context: x
 `, server, cluster, user)
 }
 
-// execRuns is how many times the exec plugin ran.
+// execRunCount is how many times the exec plugin ran.
 func (c credentialFiles) execRunCount(t *testing.T) int {
 	data, err := os.ReadFile(c.execRuns)
 	if os.IsNotExist(err) {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drainwatch/drainwatch/collector/kube"
 	"github.com/drainwatch/drainwatch/exporter"
 )
 
@@ -48,7 +47,7 @@ func parseTimelineFlags(args []string, stderr io.Writer) (timelineFlags, error) 
 	var f timelineFlags
 	fs := flag.NewFlagSet("drainwatch timeline", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Var(&f.urls, "url", "a daemon's address (http://NODE:9090), repeatable; without it every daemon is asked through the API server's pod proxy")
+	fs.Var(&f.urls, "url", "a daemon's address (https://NODE:9090, or http:// for one without TLS), repeatable; without it every daemon is asked through the API server's pod proxy, which carries no credential to them; no redirect is followed")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&f.context, "context", "", "kubeconfig context (default: the current one)")
 	fs.StringVar(&f.dwNamespace, "drainwatch-namespace", "drainwatch", "namespace of the drainwatch DaemonSet")
@@ -66,9 +65,13 @@ func parseTimelineFlags(args []string, stderr io.Writer) (timelineFlags, error) 
 	fs.BoolVar(&f.follow, "follow", false, "keep asking the daemons every --interval and print terminations that are new or changed, until interrupted (-f)")
 	fs.BoolVar(&f.follow, "f", false, "short for --follow")
 	fs.DurationVar(&f.interval, "interval", 5*time.Second, "with --follow, the time between two queries")
-	fs.StringVar(&f.token, "token", "", "bearer token for --url daemons run with --auth=kubernetes (default: the kubeconfig's credentials, sent to https daemons only)")
-	fs.StringVar(&f.caFile, "ca-file", "", "CA certificate (PEM) of the --url daemons' serving certificate")
-	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the --url daemons' certificate (a self-signed one, --tls-self-signed)")
+	fs.StringVar(&f.token, "token", "", "bearer token for --url daemons run with --auth=kubernetes (default: the kubeconfig's credentials); "+
+		"sent only to an https daemon whose certificate is verified: refused with an http:// --url or --insecure-skip-tls-verify")
+	fs.StringVar(&f.caFile, "certificate-authority", "", "CA certificate (PEM) that signed the --url daemons' serving certificate (default: the system's roots)")
+	fs.StringVar(&f.caFile, "ca-file", "", "same as --certificate-authority")
+	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the --url daemons' certificate; then no credential is sent, "+
+		"since the peer could be anyone and a token works against the API server too (a daemon run with --auth=kubernetes answers 401): "+
+		"pass --certificate-authority instead")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up on the daemons after this long")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -79,7 +82,22 @@ func parseTimelineFlags(args []string, stderr io.Writer) (timelineFlags, error) 
 	if err := checkOutput(f.format); err != nil {
 		return f, err
 	}
-	return f, nil
+	return f, f.checkURLs()
+}
+
+// checkURLs checks each --url, and that no credential would go to one
+// unprotected: a mistake in the flags, reported before any connection.
+func (f timelineFlags) checkURLs() error {
+	for _, raw := range f.urls {
+		u, err := daemonURL(raw)
+		if err != nil {
+			return err
+		}
+		if err := f.checkDaemonTrust(u); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // filter turns the flags into the API's filter.
@@ -149,19 +167,11 @@ func (f timelineFlags) daemons(ctx context.Context) ([]exporter.Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	return exporter.ProxyDaemons(ctx, client, f.dwNamespace, f.selector, f.port)
-}
-
-func (f timelineFlags) kubeClient() (*kube.Clients, error) {
-	cfg, err := f.restConfig()
-	if err != nil {
-		return nil, err
+	ds, err := exporter.ProxyDaemons(ctx, client, f.dwNamespace, f.selector, f.port)
+	for i := range ds {
+		ds[i] = proxiedDaemon{ds[i]}
 	}
-	client, err := kube.NewClients(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating the Kubernetes client: %w", err)
-	}
-	return client, nil
+	return ds, err
 }
 
 func printTimelines(w io.Writer, format string, views []exporter.TerminationView) error {

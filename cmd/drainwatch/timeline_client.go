@@ -1,38 +1,69 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
-	"strings"
+	"net/url"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	corev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/drainwatch/drainwatch/exporter"
 )
 
 // urlClient is the HTTP client for a --url daemon. A daemon run with
-// --auth=kubernetes wants a bearer token: --token, else the kubeconfig's
-// credentials (a token, a token file or an exec plugin) — these only to
-// https daemons, never in clear text; --ca-file is the CA of the daemons'
-// serving certificate, --insecure-skip-tls-verify for a self-signed one.
+// --auth=kubernetes wants a bearer token, which only an https daemon whose
+// certificate is verified (--certificate-authority, else the system's
+// roots) gets: see daemonCredentials. No client follows a redirect.
 func (f timelineFlags) urlClient(base string) (*http.Client, error) {
-	cfg := &rest.Config{BearerToken: f.token}
-	https := strings.HasPrefix(base, "https://")
-	if f.token == "" && https {
-		if kc, err := f.restConfig(); err == nil {
-			cfg = rest.AnonymousClientConfig(kc)
-			cfg.BearerToken, cfg.BearerTokenFile = kc.BearerToken, kc.BearerTokenFile
-			cfg.ExecProvider, cfg.AuthProvider = kc.ExecProvider, kc.AuthProvider
-		}
+	u, err := daemonURL(base)
+	if err != nil {
+		return nil, err
 	}
-	cfg.TLSClientConfig = rest.TLSClientConfig{CAFile: f.caFile, Insecure: f.insecure}
-	if !https && cfg.BearerToken == "" {
-		return http.DefaultClient, nil
+	if err := f.checkDaemonTrust(u); err != nil {
+		return nil, err
 	}
+	cfg := &rest.Config{}
+	if u.Scheme == "https" {
+		cfg = f.daemonCredentials()
+		cfg.TLSClientConfig = rest.TLSClientConfig{CAFile: f.caFile, Insecure: f.insecure}
+	}
+	cfg.WrapTransport = refuseRedirects
 	client, err := rest.HTTPClientFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("the client for %s (--token, --ca-file): %w", base, err)
+		return nil, fmt.Errorf("the client for %s (--token, --certificate-authority): %w", base, err)
 	}
 	return client, nil
+}
+
+// podProxyClient is the API client of the pod-proxy path: core/v1 only.
+type podProxyClient struct{ core corev1.CoreV1Interface }
+
+// CoreV1 is the client of pods and their proxy.
+func (c podProxyClient) CoreV1() corev1.CoreV1Interface { return c.core }
+
+// kubeClient is the kubeconfig's client for the pod-proxy path, refused
+// when its credentials would reach the API server unprotected. It follows
+// no redirect: a daemon behind the proxy could answer one, and the
+// kubeconfig's credentials would follow it.
+func (f timelineFlags) kubeClient() (podProxyClient, error) {
+	cfg, err := f.restConfig()
+	if err != nil {
+		return podProxyClient{}, err
+	}
+	if err := checkAPIServerTrust(cfg); err != nil {
+		return podProxyClient{}, err
+	}
+	cfg.Wrap(refuseRedirects)
+	core, err := corev1.NewForConfig(cfg)
+	if err != nil {
+		return podProxyClient{}, fmt.Errorf("creating the core/v1 client: %w", err)
+	}
+	return podProxyClient{core: core}, nil
 }
 
 // restConfig is the kubeconfig's configuration (--kubeconfig, --context).
@@ -45,4 +76,19 @@ func (f timelineFlags) restConfig() (*rest.Config, error) {
 		return nil, fmt.Errorf("loading kubeconfig (or pass --url): %w", err)
 	}
 	return cfg, nil
+}
+
+// proxiedDaemon is a daemon asked through the pod proxy. Its 401 is the
+// daemon's own (the API server accepted the user's credentials to list the
+// pods): the proxy drops Authorization, so a daemon run with
+// --auth=kubernetes cannot be read this way, and the error says how it can.
+type proxiedDaemon struct{ exporter.Daemon }
+
+func (d proxiedDaemon) Terminations(ctx context.Context, q url.Values) (exporter.TerminationList, error) {
+	list, err := d.Daemon.Terminations(ctx, q)
+	if apierrors.IsUnauthorized(err) {
+		err = fmt.Errorf("%w: the API server's pod proxy carries no credentials to the daemon (run with --auth=kubernetes); "+
+			"ask it directly: --url https://NODE:9090 --certificate-authority CA.crt", err)
+	}
+	return list, err
 }

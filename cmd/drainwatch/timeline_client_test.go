@@ -19,8 +19,10 @@ import (
 // TestTimelineTokenAndCA: a daemon serving TLS and wanting a bearer token
 // (the check --auth=kubernetes makes, reduced to one token) answers
 // `drainwatch timeline --url` with --token or the kubeconfig's token and
-// --ca-file; without a token the daemon's 401 is the error and the exit
-// code is 1; a CA that did not sign the certificate fails the handshake.
+// --ca-file (the old name of --certificate-authority); without a token, or
+// with --insecure-skip-tls-verify (which sends none), the daemon's 401 is
+// the error and the exit code is 1; a CA that did not sign the certificate
+// fails the handshake.
 func TestTimelineTokenAndCA(t *testing.T) {
 	term := correlate.Termination{PodUID: "uid-a", Pod: "web-a", Outcome: "clean", Complete: true,
 		Marks: correlate.Marks{StopSignal: time.Now().Add(-time.Minute)}}
@@ -51,7 +53,7 @@ current-context: x
 	}{
 		{[]string{"--token", "s3cret", "--ca-file", ca}, 0, "web-a"},
 		{[]string{"--kubeconfig", kubeconfig, "--ca-file", ca}, 0, "web-a"},
-		{[]string{"--kubeconfig", kubeconfig, "--insecure-skip-tls-verify"}, 0, "web-a"},
+		{[]string{"--kubeconfig", kubeconfig, "--insecure-skip-tls-verify"}, 1, "401"},
 		{[]string{"--kubeconfig", filepath.Join(dir, "none"), "--ca-file", ca}, 1, "401"},
 		{[]string{"--token", "wrong", "--ca-file", ca}, 1, "401"},
 		{[]string{"--token", "s3cret"}, 1, "certificate"},

@@ -109,7 +109,7 @@ test: deps mounts controlplane realnode helm opconfig vmkernel check-tidy check-
 # says how a run tells a failing input from Go's own -fuzztime race.
 FUZZTIME ?= 60s
 FUZZTIME_SHORT ?= 3s
-FUZZ_TARGETS := ./collector/kernel:FuzzDecode \
+FUZZ_TARGETS := ./collector:FuzzPrintable ./collector/kernel:FuzzDecode \
   ./collector/node:FuzzParseContainerCgroup ./collector/node:FuzzParseProcCgroup ./collector/node:FuzzParseCgroup2Mount \
   ./exporter:FuzzParseFilter ./exporter:FuzzAPIQuery ./exporter:FuzzOwnerIntoMetrics \
   ./daemon:FuzzStateFile ./daemon:FuzzCheckpointDecoding

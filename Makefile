@@ -112,7 +112,7 @@ FUZZTIME_SHORT ?= 3s
 FUZZ_TARGETS := ./collector:FuzzPrintable ./collector/kernel:FuzzDecode \
   ./collector/node:FuzzParseContainerCgroup ./collector/node:FuzzParseProcCgroup ./collector/node:FuzzParseCgroup2Mount \
   ./exporter:FuzzParseFilter ./exporter:FuzzAPIQuery ./exporter:FuzzOwnerIntoMetrics \
-  ./daemon:FuzzStateFile ./daemon:FuzzCheckpointDecoding
+  ./daemon:FuzzStateFile ./daemon:FuzzCheckpointDecoding ./daemon:FuzzRestoredState
 
 fuzz: fuzz-targets ## Fuzz every target for FUZZTIME each (default 60s); failing inputs land in the package's testdata/fuzz/.
 	@bash testenv/scripts/fuzz.sh $(GO) $(FUZZTIME) $(FUZZ_TARGETS)

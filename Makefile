@@ -109,10 +109,10 @@ test: deps mounts controlplane realnode helm opconfig vmkernel check-tidy check-
 # says how a run tells a failing input from Go's own -fuzztime race.
 FUZZTIME ?= 60s
 FUZZTIME_SHORT ?= 3s
-FUZZ_TARGETS := ./collector/kernel:FuzzDecode \
+FUZZ_TARGETS := ./collector:FuzzPrintable ./collector/kernel:FuzzDecode \
   ./collector/node:FuzzParseContainerCgroup ./collector/node:FuzzParseProcCgroup ./collector/node:FuzzParseCgroup2Mount \
   ./exporter:FuzzParseFilter ./exporter:FuzzAPIQuery ./exporter:FuzzOwnerIntoMetrics \
-  ./daemon:FuzzStateFile ./daemon:FuzzCheckpointDecoding
+  ./daemon:FuzzStateFile ./daemon:FuzzCheckpointDecoding ./daemon:FuzzRestoredState
 
 fuzz: fuzz-targets ## Fuzz every target for FUZZTIME each (default 60s); failing inputs land in the package's testdata/fuzz/.
 	@bash testenv/scripts/fuzz.sh $(GO) $(FUZZTIME) $(FUZZ_TARGETS)

@@ -79,8 +79,9 @@ func WriteTraceText(w io.Writer, ev *Event) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %-20s netns=%d", ev.Time.Format("15:04:05.000000000"), j.Type, j.Netns)
 	ev.Type.Kind().Text(&b, &j)
-	b.WriteByte('\n')
-	io.WriteString(w, b.String())
+	// Command names are any process's to set (prctl PR_SET_NAME).
+	io.WriteString(w, Printable(b.String()))
+	io.WriteString(w, "\n")
 }
 
 func signalText(b *strings.Builder, j *TraceRecord) {

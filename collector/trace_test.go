@@ -45,3 +45,16 @@ func TestWriteTraceText(t *testing.T) {
 		t.Fatalf("text: %q", buf.String())
 	}
 }
+
+// A command name is any process's to choose: its escape sequence or
+// newline reaches the terminal escaped, on the event's one line.
+func TestWriteTraceTextEscapesComm(t *testing.T) {
+	var buf bytes.Buffer
+	ev := Event{Type: EventExit, PID: 3}
+	copy(ev.Comm[:], "\x1b]0;x\x07\nfake")
+	WriteTraceText(&buf, &ev)
+	out := buf.String()
+	if !strings.HasSuffix(out, ` comm=\x1b]0;x\a\nfake code=0 sig=0 init=false`+"\n") || strings.Count(out, "\n") != 1 {
+		t.Fatalf("text: %q", out)
+	}
+}

@@ -27,7 +27,7 @@ func newStateMetrics(reg prometheus.Registerer) stateMetrics {
 	m := stateMetrics{
 		resets: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "drainwatch_state_file_reset_total",
-			Help: "State files moved aside at start because they could not be read (reason: truncated, corrupt, future_version); the daemon started afresh.",
+			Help: "State files set aside at start: unreadable ones (reason truncated, corrupt, future_version) moved, the daemon starting afresh; readable ones holding invalid values (reason invalid) copied, those parts dropped and the rest restored.",
 		}, []string{"reason"}),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "drainwatch_checkpoint_failures_total",
@@ -56,6 +56,9 @@ func openState(dir string, log zerolog.Logger, m stateMetrics, now time.Time) (r
 	path := filepath.Join(dir, storeFile)
 	for {
 		st, reason, err := tryOpenState(dir, path)
+		if reason == "" && err == nil {
+			return st, setInvalidAside(&st, path, log, m, now)
+		}
 		if reason == "" {
 			return st, err
 		}
@@ -67,6 +70,30 @@ func openState(dir string, log zerolog.Logger, m stateMetrics, now time.Time) (r
 		log.Error().Err(err).Str("reason", reason).Str("moved_to", aside).
 			Msg("state file unreadable: moved aside, starting afresh (terminations in progress before this start are partial, counters restart from zero)")
 	}
+}
+
+// setInvalidAside drops the parts of a readable state that fail their
+// semantic checks (dropInvalid): a copy of the file is set aside first,
+// logged and counted (reason invalid), and the daemon starts empty for
+// those parts only. Only a store that cannot be written is an error.
+func setInvalidAside(st *restoredState, path string, log zerolog.Logger, m stateMetrics, now time.Time) error {
+	bad, invalid := st.dropInvalid(now)
+	if invalid == nil {
+		return nil
+	}
+	aside := fmt.Sprintf("%s.%s-%s", path, resetInvalid, now.UTC().Format("20060102T150405Z"))
+	if err := copyAside(path, aside); err != nil {
+		log.Warn().Err(err).Str("path", aside).Msg("could not copy the state file aside before dropping its invalid parts")
+		aside = ""
+	}
+	m.resets.WithLabelValues(resetInvalid).Inc()
+	log.Error().Err(invalid).Str("reason", resetInvalid).Str("copied_to", aside).
+		Msg("state file holds invalid values: those parts dropped, the rest restored")
+	if err := st.store.deleteTerminations(bad); err != nil {
+		st.store.Close()
+		return fmt.Errorf("deleting the invalid terminations from %s: %w", path, err)
+	}
+	return nil
 }
 
 // tryOpenState returns the reason to move the file aside, or the state.

@@ -19,6 +19,8 @@ import (
 //     CronJob, Rollout (Argo Rollouts), none; anything else is "other".
 //   - revision: the revisions whose pods terminated within the TTL — in a
 //     rollout, the one being replaced (usually one or two per workload).
+//   - namespace, workload and revision values are at most 253 bytes
+//     (labelValue).
 //   - outcome: clean, refused, killed, refused_and_killed, partial; anything
 //     else is "unknown".
 //   - cause: correlate.Causes() (rollout, scale_down, eviction, …, unknown).
@@ -57,12 +59,16 @@ func rolloutLabels(w collector.Workload) [4]string {
 	return [4]string{labelValue(w.Namespace), kind, labelValue(w.Name), labelValue(w.Revision)}
 }
 
-// labelValue makes a value from the API a valid label value. Names are
+// labelValue makes a value from the API a valid, bounded label value:
+// valid UTF-8, at most collector.MaxValueBytes (253) bytes. Names are
 // validated by the API server, annotations (the revision) are not: one
 // invalid UTF-8 byte would fail every scrape of the node (Prometheus label
-// values are UTF-8) for as long as the revision's series live.
+// values are UTF-8) for as long as the revision's series live, and a
+// revision of 256 KiB would be held in every series of its revision.
+// collector/kube bounds the revision the same way where it reads it, so the
+// API and `timeline --revision` see the label's value.
 func labelValue(v string) string {
-	return strings.ToValidUTF8(v, "\uFFFD")
+	return collector.Truncate(v, collector.MaxValueBytes)
 }
 
 // outcomeLabel bounds Termination.Outcome to the documented values.

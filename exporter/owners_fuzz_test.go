@@ -1,6 +1,7 @@
 package exporter_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/collector/kube"
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/exporter"
@@ -28,6 +30,7 @@ func FuzzOwnerIntoMetrics(f *testing.F) {
 	f.Add("StatefulSet", "db", "", "", "", "db-5f7b8c", "", false)
 	f.Add("Rollout", "canary", "", "", "", "", "", false)
 	f.Add("ReplicaSet", "x", "\xff\xfe", "Deployment", "\xc3\x28", "\xed\xa0\x80", "", true)
+	f.Add("ReplicaSet", "x", strings.Repeat("€", 100), "Deployment", "web", "", "", true)
 	f.Fuzz(func(t *testing.T, kind, name, revision, rsKind, rsName, hashLabel, templateHash string, rsFound bool) {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 			Namespace: "shop", Name: "p", UID: "u",
@@ -58,6 +61,9 @@ func FuzzOwnerIntoMetrics(f *testing.F) {
 				for _, l := range metric.GetLabel() {
 					if l.GetName() == "workload_kind" && !boundedKinds[l.GetValue()] {
 						t.Fatalf("%s workload_kind=%q", mf.GetName(), l.GetValue())
+					}
+					if len(l.GetValue()) > collector.MaxValueBytes {
+						t.Fatalf("%s %s of %d bytes", mf.GetName(), l.GetName(), len(l.GetValue()))
 					}
 				}
 			}

@@ -17,13 +17,13 @@ import (
 func writeCounts(w *bufio.Writer, t correlate.Termination) {
 	c := t.Counts
 	sig := StopSignalName(t)
-	fmt.Fprintf(w, "  refused after %s: %d  killed by SIGKILL: %d  killed at exit: %d  refused before %s: %d\n",
+	printLine(w, "  refused after %s: %d  killed by SIGKILL: %d  killed at exit: %d  refused before %s: %d",
 		sig, c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.RequestsKilledAtExit, sig, c.RefusedBeforeSigterm)
-	fmt.Fprintf(w, "  in flight at stop signal: %d  accepted after endpoint removal: %d  reset at exit: %d\n",
+	printLine(w, "  in flight at stop signal: %d  accepted after endpoint removal: %d  reset at exit: %d",
 		c.InflightAtStopSignal, c.AcceptedAfterEndpointsNotReady, c.ConnectionsResetAtExit)
-	fmt.Fprintf(w, "  reset at shutdown: %d  streams killed by SIGKILL: %d  probe refusals: %d\n",
+	printLine(w, "  reset at shutdown: %d  streams killed by SIGKILL: %d  probe refusals: %d",
 		c.ConnectionsResetAtShutdown, c.StreamsKilledBySigkill, c.ProbeRefused)
-	fmt.Fprintf(w, "  reset on reused connections: %d%s\n", c.RequestsResetOnReusedConnections, reuseDetail(t.ReuseResets))
+	printLine(w, "  reset on reused connections: %d%s", c.RequestsResetOnReusedConnections, reuseDetail(t.ReuseResets))
 }
 
 // reuseDetail is " (after the stop signal: 2; TCP_TIMEWAIT_SOCKET 2)" for

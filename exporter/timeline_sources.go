@@ -2,9 +2,9 @@ package exporter
 
 import (
 	"bufio"
-	"fmt"
 	"time"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/correlate"
 )
 
@@ -37,12 +37,14 @@ func writeRoutingSources(w *bufio.Writer, t correlate.Termination, origin time.T
 		return
 	}
 	width := len("source")
-	for _, r := range rows {
-		width = max(width, len(r.Source))
+	for i := range rows {
+		// Escaped before the column is sized: printLine would widen it.
+		rows[i].Source = collector.Printable(rows[i].Source)
+		width = max(width, len(rows[i].Source))
 	}
-	fmt.Fprintln(w, "  sending after endpoints_not_ready (slowest first):")
-	fmt.Fprintf(w, "    %-*s  %10s  %8s  %8s  %7s  %14s\n", width, "source", "last", "lag", "accepted", "refused", "reset on reuse")
+	printLine(w, "  sending after endpoints_not_ready (slowest first):")
+	printLine(w, "    %-*s  %10s  %8s  %8s  %7s  %14s", width, "source", "last", "lag", "accepted", "refused", "reset on reuse")
 	for _, r := range rows {
-		fmt.Fprintf(w, "    %-*s  %10s  %8s  %8d  %7d  %14d\n", width, r.Source, r.Last, r.Lag, r.Accepted, r.Refused, r.ResetOnReuse)
+		printLine(w, "    %-*s  %10s  %8s  %8d  %7d  %14d", width, r.Source, r.Last, r.Lag, r.Accepted, r.Refused, r.ResetOnReuse)
 	}
 }

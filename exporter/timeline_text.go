@@ -13,7 +13,9 @@ import (
 
 // WriteTimelines prints terminations like the seeds' experiment: a header,
 // one line per mark with its time relative to the stop signal, the counts,
-// the derived durations, then each diagnosis with its fix.
+// the derived durations, then each diagnosis with its fix. Every line is
+// written through collector.Printable: a string from the cluster cannot
+// drive the terminal or forge a line.
 func WriteTimelines(w io.Writer, vs []TerminationView) error {
 	bw := bufio.NewWriter(w)
 	for i, v := range vs {
@@ -31,15 +33,15 @@ func WriteTimelines(w io.Writer, vs []TerminationView) error {
 func writeTimeline(w *bufio.Writer, v TerminationView) {
 	t := v.Termination
 	wl := t.Workload
-	fmt.Fprintf(w, "%s/%s  %s %s revision %s  node %s  outcome %s\n", wl.Namespace, t.Pod,
+	printLine(w, "%s/%s  %s %s revision %s  node %s  outcome %s", wl.Namespace, t.Pod,
 		orNone(wl.Kind), orNone(wl.Name), orNone(wl.Revision), t.Node, orNone(t.Outcome))
-	fmt.Fprintf(w, "  uid %s  ip %s  grace period %s%s\n", t.PodUID, t.PodIP, correlate.FormatSecondsMs(t.GracePeriod), partialNote(t))
+	printLine(w, "  uid %s  ip %s  grace period %s%s", t.PodUID, t.PodIP, correlate.FormatSecondsMs(t.GracePeriod), partialNote(t))
 	if t.Cause != "" {
 		evidence := ""
 		if t.CauseEvidence != "" {
 			evidence = " (" + t.CauseEvidence + ")"
 		}
-		fmt.Fprintf(w, "  cause %s%s\n", t.Cause, evidence)
+		printLine(w, "  cause %s%s", t.Cause, evidence)
 	}
 	origin := t.Marks.StopSignal
 	if origin.IsZero() {
@@ -47,25 +49,32 @@ func writeTimeline(w *bufio.Writer, v TerminationView) {
 	}
 	for _, m := range t.Marks.Observed() {
 		line := fmt.Sprintf("  %10s  %-20s %s", correlate.FormatOffset(m.Time.Sub(origin)), m.Name, markDetail(t, m.Name))
-		fmt.Fprintln(w, strings.TrimRight(line, " "))
+		printLine(w, "%s", strings.TrimRight(line, " "))
 	}
 	writeCounts(w, t)
 	if s := SourcesLine(t.Sources); s != "" {
-		fmt.Fprintf(w, "  sources: %s\n", s)
+		printLine(w, "  sources: %s", s)
 	}
 	writeRoutingSources(w, t, origin)
 	if c := connectionsLine(t, origin); c != "" {
-		fmt.Fprintf(w, "  %s\n", c)
+		printLine(w, "  %s", c)
 	}
 	if d := durationLine(t); d != "" {
-		fmt.Fprintf(w, "  %s\n", d)
+		printLine(w, "  %s", d)
 	}
 	for _, d := range t.Diagnoses {
-		fmt.Fprintf(w, "  diagnosis %s: %s\n", d.Code, d.Message)
+		printLine(w, "  diagnosis %s: %s", d.Code, d.Message)
 		if d.Fix != "" {
-			fmt.Fprintf(w, "    fix: %s\n", d.Fix)
+			printLine(w, "    fix: %s", d.Fix)
 		}
 	}
+}
+
+// printLine writes one line of a timeline, the cluster's strings in it
+// escaped (collector.Printable): only the layout ends a line.
+func printLine(w *bufio.Writer, format string, args ...any) {
+	w.WriteString(collector.Printable(fmt.Sprintf(format, args...)))
+	w.WriteByte('\n')
 }
 
 // markDetail adds what a mark alone does not say.

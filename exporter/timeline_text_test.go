@@ -135,3 +135,26 @@ func TestEventReasonsKilledAtExit(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteTimelineEscapesClusterStrings: a revision annotation and an
+// Event message with escape sequences and newlines reach the terminal
+// escaped, each on its own line of the layout.
+func TestWriteTimelineEscapesClusterStrings(t *testing.T) {
+	term := naiveTermination()
+	term.Workload.Revision = "3\x1b[2J\x1b[H"
+	term.CauseEvidence = "PreStopHook failed\nshop/web-6d4f-a  outcome clean\u009b"
+	var b strings.Builder
+	if err := WriteTimelines(&b, []TerminationView{NewTerminationView(term)}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(b.String(), "\n")
+	if want := `shop/web-6d4f-a  Deployment web revision 3\x1b[2J\x1b[H  node node-1  outcome refused`; lines[0] != want {
+		t.Errorf("header %q, want %q", lines[0], want)
+	}
+	if want := `  cause rollout (PreStopHook failed\nshop/web-6d4f-a  outcome clean\u009b)`; lines[2] != want {
+		t.Errorf("cause %q, want %q", lines[2], want)
+	}
+	if len(lines) != strings.Count(wantNaiveTimeline, "\n")+1 || strings.ContainsAny(b.String(), "\x1b\u009b") {
+		t.Errorf("escaped timeline:\n%s", b.String())
+	}
+}

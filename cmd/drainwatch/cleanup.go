@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/drainwatch/drainwatch/collector/kernel"
 	"github.com/drainwatch/drainwatch/daemon"
@@ -29,6 +30,10 @@ func cleanupCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() > 0 || *pinPath == "" {
 		fmt.Fprintln(stderr, "drainwatch cleanup: takes --pin-path (non-empty) and --node-name only")
+		return 2
+	}
+	if err := checkPinRoot(*pinPath, isMountRoot); err != nil {
+		fmt.Fprintln(stderr, "drainwatch cleanup:", err)
 		return 2
 	}
 	dirs, err := pinDirs(*pinPath, *node)
@@ -70,4 +75,34 @@ func pinDirs(root, node string) ([]string, error) {
 		}
 	}
 	return dirs, nil
+}
+
+// checkPinRoot refuses a --pin-path that is / or a mount root (the bpffs
+// at /sys/fs/bpf above all): cleanup removes every directory under the pin
+// path, and a bpffs root holds other programs' pins (a CNI's, systemd's).
+// isRoot says whether a path is a mount root.
+func checkPinRoot(pinPath string, isRoot func(string) bool) error {
+	path, err := filepath.Abs(pinPath)
+	if err != nil {
+		return fmt.Errorf("--pin-path %s: %w", pinPath, err)
+	}
+	if resolved, err := filepath.EvalSymlinks(path); err == nil {
+		path = resolved
+	}
+	if path == "/" || path == "/sys/fs/bpf" || isRoot(path) {
+		return fmt.Errorf("--pin-path %s is a filesystem's root, not drainwatch's pin directory: "+
+			"cleanup would remove every directory under it, other programs' pins too; "+
+			"give the --pin-path drainwatch run used (default %s)", pinPath, daemon.DefaultPinPath)
+	}
+	return nil
+}
+
+// isMountRoot reports whether path is where a filesystem is mounted: its
+// device differs from its parent's.
+func isMountRoot(path string) bool {
+	var st, parent syscall.Stat_t
+	if syscall.Stat(path, &st) != nil || syscall.Stat(filepath.Dir(path), &parent) != nil {
+		return false
+	}
+	return st.Dev != parent.Dev
 }

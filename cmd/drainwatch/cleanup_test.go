@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -46,5 +47,37 @@ func TestCleanup(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "node-a")); !os.IsNotExist(err) {
 		t.Errorf("node-a's pins are still there (%v); stdout %q", err, out.String())
+	}
+}
+
+// TestCleanupRefusesFilesystemRoots: / and a bpffs mount root are refused
+// before anything is listed or removed; a directory under one is not.
+func TestCleanupRefusesFilesystemRoots(t *testing.T) {
+	mountRoots := map[string]bool{"/run/bpf": true}
+	isRoot := func(p string) bool { return mountRoots[p] }
+	for path, refused := range map[string]bool{
+		"/": true, "/sys/fs/bpf": true, "/sys/fs/bpf/": true, "/sys/fs/bpf/drainwatch/..": true, "/run/bpf": true,
+		"/sys/fs/bpf/drainwatch": false, "/run/bpf/dw": false,
+	} {
+		err := checkPinRoot(path, isRoot)
+		if (err != nil) != refused {
+			t.Errorf("--pin-path %s: error %v, want refused %v", path, err, refused)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := cleanupCmd([]string{"--pin-path", "/"}, &out, &errOut); code != 2 ||
+		!strings.Contains(errOut.String(), "--pin-path / is a filesystem's root") {
+		t.Errorf("cleanup --pin-path /: exit %d, stderr %q", code, errOut.String())
+	}
+}
+
+// TestIsMountRoot: /proc is a mount root on every Linux; a directory
+// made by the test is not.
+func TestIsMountRoot(t *testing.T) {
+	if !isMountRoot("/proc") {
+		t.Error("/proc is not seen as a mount root")
+	}
+	if dir := t.TempDir(); isMountRoot(dir) {
+		t.Errorf("%s, made by the test, seen as a mount root", dir)
 	}
 }

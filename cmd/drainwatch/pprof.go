@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"runtime"
 
 	"github.com/rs/zerolog"
@@ -28,6 +30,26 @@ func servePprof(ctx context.Context, addr string, log zerolog.Logger) {
 			log.Error().Err(err).Msg("serving Go profiles")
 		}
 	}()
+}
+
+// checkPprofAddr refuses a --pprof-addr that is not a loopback address: the
+// profiles are served without authentication and show the process's
+// memory (heap contents, command line), so they must not be reachable from
+// the pod network. Only IP literals count: a name such as localhost is
+// whatever the node's resolver says it is.
+func checkPprofAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--pprof-addr %q: want HOST:PORT with a loopback HOST (127.0.0.1:6060): %w", addr, err)
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.Unmap().IsLoopback() || ip.Zone() != "" {
+		return fmt.Errorf("--pprof-addr %q: the profiles are served without authentication, so only a loopback IP is accepted (127.0.0.1:6060 or [::1]:6060; reach it with kubectl port-forward)", addr)
+	}
+	return nil
 }
 
 // sampleHeap keeps the runtime's heap-profile sampling (one sample per

@@ -48,3 +48,21 @@ func TestSampleHeapOnlyWhenServed(t *testing.T) {
 		t.Fatalf("MemProfileRate %d without --pprof-addr, want 0", runtime.MemProfileRate)
 	}
 }
+
+// --pprof-addr takes a loopback IP only: the profiles have no
+// authentication. Parse-only: nothing listens.
+func TestPprofAddrLoopbackOnly(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:6060": true, "127.1.2.3:6060": true, "[::1]:6060": true, "[::ffff:127.0.0.1]:6060": true,
+		":6060": false, "0.0.0.0:6060": false, "[::]:6060": false, "10.0.0.5:6060": false,
+		"localhost:6060": false, "example.com:6060": false, "[fe80::1%lo]:6060": false, "127.0.0.1": false,
+	} {
+		_, err := parseRunFlags([]string{"--pprof-addr", addr}, io.Discard)
+		if (err == nil) != ok {
+			t.Errorf("--pprof-addr %s: error %v, want accepted %v", addr, err, ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--pprof-addr") {
+			t.Errorf("--pprof-addr %s: the error does not name the flag: %v", addr, err)
+		}
+	}
+}

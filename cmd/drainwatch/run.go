@@ -56,7 +56,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.BoolVar(&f.tlsSelfSigned, "tls-self-signed", os.Getenv("DRAINWATCH_TLS_SELF_SIGNED") == "true", "without --tls-cert-file, serve HTTPS with a certificate generated at start (clients skip its verification) (env DRAINWATCH_TLS_SELF_SIGNED=true)")
 	fs.StringVar(&f.tlsKey, "tls-key-file", os.Getenv("DRAINWATCH_TLS_KEY_FILE"), "the key of --tls-cert-file (env DRAINWATCH_TLS_KEY_FILE)")
 	fs.StringVar(&f.ringBufferSize, "ring-buffer-size", envOr("DRAINWATCH_RING_BUFFER_SIZE", "2Mi"), "size of the kernel's event ring buffer, a power of two (e.g. 1Mi, 2Mi, 4Mi); it is resident twice in the daemon's memory, and holds the events of terminating pods until the reader takes them (env DRAINWATCH_RING_BUFFER_SIZE)")
-	fs.StringVar(&f.pprofAddr, "pprof-addr", os.Getenv("DRAINWATCH_PPROF_ADDR"), "serve Go's runtime profiles (heap, CPU, goroutines) at http://<addr>/debug/pprof/ on a listener of their own, without authentication: bind it to loopback (127.0.0.1:6060) and reach it with kubectl port-forward; empty (the default) serves none (env DRAINWATCH_PPROF_ADDR)")
+	fs.StringVar(&f.pprofAddr, "pprof-addr", os.Getenv("DRAINWATCH_PPROF_ADDR"), "serve Go's runtime profiles (heap, CPU, goroutines) at http://<addr>/debug/pprof/ on a listener of their own, without authentication: a loopback IP only (127.0.0.1:6060, [::1]:6060), reach it with kubectl port-forward; empty (the default) serves none (env DRAINWATCH_PPROF_ADDR)")
 	fs.StringVar(&f.completedInMemory, "completed-in-memory", envOr("DRAINWATCH_COMPLETED_IN_MEMORY", strconv.Itoa(daemon.DefaultCompletedInMemory)),
 		"how many complete terminations the API serves from memory; older ones (up to 7 days) are read from the state store, so memory stays flat however many pods terminate (env DRAINWATCH_COMPLETED_IN_MEMORY)")
 	fs.StringVar(&f.keepCompleted, "keep-completed", envOr("DRAINWATCH_KEEP_COMPLETED", daemon.DefaultKeepCompleted.String()),
@@ -70,7 +70,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("drainwatch run takes no arguments, got %q", fs.Args())
 	}
-	return f, nil
+	return f, checkPprofAddr(f.pprofAddr)
 }
 
 // parseSize reads a size in bytes, with a binary suffix or not ("4Mi").

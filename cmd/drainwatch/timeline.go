@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/exporter"
 )
 
@@ -137,9 +138,7 @@ func timelineCmd(args []string, stdout, stderr io.Writer) int {
 		return f.followCmd(daemons, filter, stdout, stderr)
 	}
 	views, errs := exporter.QueryDaemons(ctx, daemons, filter)
-	for _, err := range errs {
-		fmt.Fprintln(stderr, "drainwatch timeline:", err)
-	}
+	printDaemonErrors(stderr, errs)
 	if len(errs) == len(daemons) {
 		return 1
 	}
@@ -148,6 +147,14 @@ func timelineCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// printDaemonErrors reports the daemons that did not answer; an error can
+// quote a daemon's response body, so it is escaped like the output.
+func printDaemonErrors(stderr io.Writer, errs []error) {
+	for _, err := range errs {
+		fmt.Fprintln(stderr, "drainwatch timeline:", collector.Printable(err.Error()))
+	}
 }
 
 // daemons are the --url daemons, else the pods of the DaemonSet.

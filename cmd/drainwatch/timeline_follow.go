@@ -44,9 +44,7 @@ func follow(ctx context.Context, fl follower) {
 		qctx, cancel := context.WithTimeout(ctx, fl.timeout)
 		views, errs := exporter.QueryDaemons(qctx, fl.daemons, fl.filter)
 		cancel()
-		for _, err := range errs {
-			fmt.Fprintln(fl.stderr, "drainwatch timeline:", err)
-		}
+		printDaemonErrors(fl.stderr, errs)
 		var changed []exporter.TerminationView
 		for _, v := range views {
 			data, _ := json.Marshal(v)

@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/exporter"
 )
 
@@ -53,10 +54,10 @@ func writeWide(w io.Writer, views []exporter.TerminationView, header bool) error
 		if t := v.Termination.Start(); !t.IsZero() {
 			started = t.UTC().Format(time.RFC3339)
 		}
-		c := v.Counts
+		c, p := v.Counts, collector.Printable // the tabs and newline are the layout's alone
 		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n",
-			v.Workload.Namespace, v.Pod, v.Workload.Kind, v.Workload.Name, orDash(v.Workload.Revision), v.Node,
-			started, orDash(v.Outcome), c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.RequestsKilledAtExit,
+			p(v.Workload.Namespace), p(v.Pod), p(v.Workload.Kind), p(v.Workload.Name), p(orDash(v.Workload.Revision)), p(v.Node),
+			started, p(orDash(v.Outcome)), c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.RequestsKilledAtExit,
 			c.ConnectionsResetAtShutdown,
 			strconv.FormatBool(v.Complete))
 	}

@@ -98,7 +98,7 @@ func (w *eventWatch) onAdd(obj any) {
 		return
 	}
 	w.k.counts.events.Add(1)
-	if ke, ok := ConvertKubeletEvent(ev); ok {
+	if ke, ok := ConvertKubeletEvent(ev, w.k.cfg.NodeName); ok {
 		ke.Time = refineEventTime(ke.Time, w.k.cfg.Now())
 		w.k.cfg.Sink.Kubelet(ke)
 	}
@@ -116,15 +116,41 @@ func refineEventTime(t, received time.Time) time.Time {
 	return received
 }
 
-// ConvertKubeletEvent turns a pod's Killing or FailedPreStopHook Event into
-// a KubeletEvent; ok is false for any other Event.
-func ConvertKubeletEvent(ev *corev1.Event) (collector.KubeletEvent, bool) {
-	if ev.InvolvedObject.Kind != "Pod" || (ev.Reason != ReasonKilling && ev.Reason != ReasonFailedPreStopHook) {
+// ConvertKubeletEvent turns a pod's Killing or FailedPreStopHook Event
+// recorded by the kubelet of node into a KubeletEvent; ok is false for any
+// other Event.
+func ConvertKubeletEvent(ev *corev1.Event, node string) (collector.KubeletEvent, bool) {
+	if ev.InvolvedObject.Kind != "Pod" || (ev.Reason != ReasonKilling && ev.Reason != ReasonFailedPreStopHook) ||
+		!fromKubeletOf(ev, node) {
 		return collector.KubeletEvent{}, false
 	}
 	return collector.KubeletEvent{
 		PodUID: string(ev.InvolvedObject.UID), Reason: ev.Reason, Message: ev.Message, Time: eventTime(ev),
 	}, true
+}
+
+// fromKubeletOf reports whether ev names the kubelet of node as its
+// reporter. Anyone allowed to create Events in a namespace can write one
+// with reason Killing about any pod: a mark the kubelet did not set would
+// move a termination's timeline and its durations. The kubelet's recorder
+// sets source (component, host) and, on newer clients, reporting
+// (controller, instance) to the same pair: each pair that is set must be
+// the kubelet of this node, and one must be set.
+func fromKubeletOf(ev *corev1.Event, node string) bool {
+	source := reporter{ev.Source.Component, ev.Source.Host}
+	reporting := reporter{ev.ReportingController, ev.ReportingInstance}
+	if source == (reporter{}) && reporting == (reporter{}) {
+		return false
+	}
+	return source.isKubeletOf(node) && reporting.isKubeletOf(node)
+}
+
+// reporter is who an Event says recorded it; the zero value is unset.
+type reporter struct{ component, host string }
+
+// isKubeletOf is true for the kubelet of node, or an unset reporter.
+func (r reporter) isKubeletOf(node string) bool {
+	return r == reporter{} || (r.component == "kubelet" && r.host == node)
 }
 
 // eventTime is the Event's own time: eventTime (µs) when the recorder set

@@ -172,6 +172,7 @@ func (c *ownerCache) get(gvr schema.GroupVersionResource, ns, name string, now t
 	if revision == "" {
 		revision = m.Annotations[argoRevisionAnnotation]
 	}
+	revision = boundRevision(revision)
 	return ownerEntry{meta: OwnerMeta{Revision: revision, Controller: metav1.GetControllerOfNoCopy(m)}, ok: true, expires: now.Add(ownerTTL)}
 }
 
@@ -241,8 +242,13 @@ func (c *ownerCache) readCurrent(w collector.Workload) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 	}
-	return m.Annotations[annotation], nil
+	return boundRevision(m.Annotations[annotation]), nil
 }
+
+// boundRevision bounds a revision read from an annotation, which the API
+// server does not validate, to the label value it becomes: the API, the
+// state file and `timeline --revision` then all see the metrics' value.
+func boundRevision(r string) string { return collector.Truncate(r, collector.MaxValueBytes) }
 
 // errStatusBehind: a StatefulSet's status is older than its spec. The
 // statefulset controller deletes the first old pod of a rollout in the

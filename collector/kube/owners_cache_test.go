@@ -2,6 +2,7 @@ package kube
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // A ReplicaSet read once keeps its revision when a later read fails (an API
@@ -44,6 +47,23 @@ func TestOwnerCacheKeepsKnownOwnerOnFailure(t *testing.T) {
 	c.workload(pod)
 	if gets != 1 {
 		t.Fatalf("GETs during the outage = %d, want 1 (retries spaced by %s)", gets, ownerErrTTL)
+	}
+}
+
+// A revision annotation, which the API server does not validate, is
+// bounded where it is read: a 256 KiB one becomes its first 253 bytes.
+func TestOwnerCacheBoundsRevision(t *testing.T) {
+	huge := strings.Repeat("7", 256<<10)
+	rs := &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "ReplicaSet"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-7d9f",
+			Annotations:     map[string]string{revisionAnnotation: huge},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Deployment", Name: "web", Controller: ptr.To(true)}}},
+	}
+	c := newOwnerCache(fake.NewSimpleMetadataClient(ownerScheme(), rs), time.Now)
+	got := c.workload(ownedPod("ReplicaSet", "web-7d9f", nil))
+	if want := wl("shop", "Deployment", "web", huge[:collector.MaxValueBytes]); got != want {
+		t.Fatalf("revision of %d bytes, want %d", len(got.Revision), len(want.Revision))
 	}
 }
 

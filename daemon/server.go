@@ -30,7 +30,7 @@ func (d *Daemon) startServer(ctx context.Context, rc *rest.Config) <-chan error 
 		return errc
 	}
 	go func() {
-		if err := d.serve(ctx, handler, tlsCfg); err != nil {
+		if err := d.serve(ctx, handler, tlsCfg, srv.Limits()); err != nil {
 			errc <- err
 		}
 	}()
@@ -77,8 +77,9 @@ func (d *Daemon) tlsConfig() (*tls.Config, error) {
 }
 
 // serve listens (unless Config.Listener is set) and serves until ctx is
-// done, then shuts down within 5 s.
-func (d *Daemon) serve(ctx context.Context, h http.Handler, tlsCfg *tls.Config) error {
+// done, then shuts down within 5 s. A request with a body is refused before
+// authentication, which would leave the body unread on the connection.
+func (d *Daemon) serve(ctx context.Context, h http.Handler, tlsCfg *tls.Config, lim exporter.Limits) error {
 	l := d.cfg.Listener
 	if l == nil {
 		var err error
@@ -91,7 +92,7 @@ func (d *Daemon) serve(ctx context.Context, h http.Handler, tlsCfg *tls.Config) 
 	}
 	d.log.Info().Str("addr", l.Addr().String()).Bool("tls", tlsCfg != nil).Str("auth", d.cfg.Auth).
 		Msg("serving metrics, API and UI")
-	return exporter.ServeUntil(ctx, h, l)
+	return exporter.ServeUntil(ctx, exporter.ReadOnly(h), l, lim)
 }
 
 // ready is /readyz: ready once the node's pods are listed.

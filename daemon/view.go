@@ -117,47 +117,47 @@ func (v *terminationView) prune(cutoff time.Time) {
 
 // Terminations returns every termination known, live ones first.
 func (v *terminationView) Terminations() []correlate.Termination {
-	return v.Matching(exporter.Filter{})
+	var all []correlate.Termination
+	v.EachMatching(exporter.Filter{}, func(t correlate.Termination) { all = append(all, t) })
+	return all
 }
 
-// Matching returns the terminations f selects, live ones first, then the
-// recent ones, then the store's, read one at a time so that only the
-// matching ones are held (and without the lock: a long read must not stall
+// EachMatching calls fn with each termination f selects, live ones first,
+// then the recent ones, then the store's, read one at a time so that only
+// what fn keeps is held (and without the lock: a long read must not stall
 // the loop's publish).
-func (v *terminationView) Matching(f exporter.Filter) []correlate.Termination {
+func (v *terminationView) EachMatching(f exporter.Filter, fn func(correlate.Termination)) {
 	v.mu.RLock()
-	var out []correlate.Termination
 	seen := make(map[string]bool, len(v.live)+len(v.order))
 	for _, t := range v.live {
 		seen[t.Key()] = true
 		if f.Match(t) {
-			out = append(out, t)
+			fn(t)
 		}
 	}
 	for _, key := range v.order {
 		if t := v.recent[key]; !seen[key] && f.Match(t) {
-			out = append(out, t)
+			fn(t)
 		}
 		seen[key] = true
 	}
 	older := v.older
 	v.mu.RUnlock()
 	if older == nil {
-		return out
+		return
 	}
 	// What the view holds is skipped by its key (the store's keys are
 	// Termination.Key), before it is decoded.
 	held := func(key []byte) bool { return seen[string(key)] }
 	err := older.EachCompleted(held, func(t correlate.Termination) error {
 		if f.Match(t) {
-			out = append(out, t)
+			fn(t)
 		}
 		return nil
 	})
 	if err != nil {
 		v.log.Error().Err(err).Msg("reading older terminations from the store: the API lists only the recent ones")
 	}
-	return out
 }
 
 // Get returns one pod's termination (the pod's own once complete; its

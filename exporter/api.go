@@ -71,32 +71,12 @@ func ParseFilter(q url.Values, now time.Time) (Filter, error) {
 	return f, nil
 }
 
-// FilteringSource is a TerminationSource that applies a filter itself
-// (Filter.Match), e.g. while reading a store, holding only what matches.
-type FilteringSource interface {
-	TerminationSource
-	Matching(f Filter) []correlate.Termination
-}
-
-// Select returns the terminations of src that pass f, sorted by start time.
-func Select(src TerminationSource, f Filter) []correlate.Termination {
-	var out []correlate.Termination
-	if fs, ok := src.(FilteringSource); ok {
-		out = fs.Matching(f)
-	} else {
-		for _, t := range src.Terminations() {
-			if f.Match(t) {
-				out = append(out, t)
-			}
-		}
-	}
-	sortTerminations(out)
-	return out
-}
-
 // TerminationList is the body of GET /api/v1/terminations.
+// It is one page: Continue, when set, is the token that asks for the next
+// (?continue=), and is left out on the last page.
 type TerminationList struct {
 	Terminations []TerminationView `json:"terminations"`
+	Continue     string            `json:"continue,omitempty"`
 }
 
 func (s *Server) listTerminations(w http.ResponseWriter, r *http.Request) {
@@ -105,13 +85,19 @@ func (s *Server) listTerminations(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	s.writeList(w, Select(s.source, f))
+	p, err := ParsePage(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	page, next := SelectPage(s.source, f, p)
+	s.writeList(w, page, next)
 }
 
 // writeList writes a TerminationList one termination at a time, each on a
 // line of its own: json.Encoder builds a whole value in memory (twice when
-// indenting) before writing it, and a node's list can be megabytes.
-func (s *Server) writeList(w http.ResponseWriter, ts []correlate.Termination) {
+// indenting) before writing it, and a page can be megabytes.
+func (s *Server) writeList(w http.ResponseWriter, ts []correlate.Termination, next string) {
 	w.Header().Set("Content-Type", "application/json")
 	bw := bufio.NewWriterSize(w, 32<<10)
 	enc := json.NewEncoder(bw)
@@ -123,7 +109,12 @@ func (s *Server) writeList(w http.ResponseWriter, ts []correlate.Termination) {
 		}
 		err = cmp.Or(err, writeString(bw, sep), enc.Encode(NewTerminationView(t)))
 	}
-	err = cmp.Or(err, writeString(bw, "]}\n"), bw.Flush())
+	err = cmp.Or(err, writeString(bw, "]"))
+	if next != "" {
+		// A token is base64url: it needs no escaping.
+		err = cmp.Or(err, writeString(bw, `, "continue": "`+next+`"`))
+	}
+	err = cmp.Or(err, writeString(bw, "}\n"), bw.Flush())
 	if err != nil {
 		s.log.Debug().Err(err).Msg("writing API response")
 	}

@@ -51,25 +51,36 @@ type urlDaemon struct {
 
 func (d urlDaemon) Name() string { return d.base }
 
+// Terminations reads every page of the daemon's list.
 func (d urlDaemon) Terminations(ctx context.Context, q url.Values) (TerminationList, error) {
+	return allPages(ctx, q, d.page)
+}
+
+func (d urlDaemon) page(ctx context.Context, q url.Values) (TerminationList, error) {
 	u := d.base + "/api/v1/terminations?" + q.Encode()
+	return retryThrottled(ctx, func() (TerminationList, time.Duration, error) { return d.get(ctx, u) })
+}
+
+// get asks for one page; a 429's wait comes with its error.
+func (d urlDaemon) get(ctx context.Context, u string) (TerminationList, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return TerminationList{}, fmt.Errorf("GET %s: %w", u, err)
+		return TerminationList{}, 0, fmt.Errorf("GET %s: %w", u, err)
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return TerminationList{}, fmt.Errorf("GET %s: %w", u, err)
+		return TerminationList{}, 0, fmt.Errorf("GET %s: %w", u, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return TerminationList{}, fmt.Errorf("GET %s: %w", u, err)
+		return TerminationList{}, 0, fmt.Errorf("GET %s: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return TerminationList{}, fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+		return TerminationList{}, throttledWait(resp), fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
 	}
-	return decodeList(body, u)
+	list, err := decodeList(body, u)
+	return list, 0, err
 }
 
 func decodeList(body []byte, from string) (TerminationList, error) {
@@ -98,7 +109,13 @@ type proxyDaemon struct {
 
 func (d proxyDaemon) Name() string { return d.namespace + "/" + d.pod }
 
+// Terminations reads every page of the daemon's list (client-go retries a
+// 429 after its Retry-After itself).
 func (d proxyDaemon) Terminations(ctx context.Context, q url.Values) (TerminationList, error) {
+	return allPages(ctx, q, d.page)
+}
+
+func (d proxyDaemon) page(ctx context.Context, q url.Values) (TerminationList, error) {
 	params := map[string]string{}
 	for k := range q {
 		params[k] = q.Get(k)

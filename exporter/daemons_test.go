@@ -98,7 +98,7 @@ func TestProxyDaemons(t *testing.T) {
 	if len(errs) != 0 || podNames(views) != "web-6d4f-a,web-6d4f-b" {
 		t.Fatalf("views %s, errors %v", podNames(views), errs)
 	}
-	if want := "drainwatch/dw-a:9090/api/v1/terminations?workload=web"; len(asked) != 1 || asked[0] != want {
+	if want := "drainwatch/dw-a:9090/api/v1/terminations?limit=500&workload=web"; len(asked) != 1 || asked[0] != want {
 		t.Errorf("proxy requests %v, want [%s]", asked, want)
 	}
 	if _, err := ProxyDaemons(ctx, fake.NewClientset(), "drainwatch", "x=y", 9090); err == nil {

@@ -22,6 +22,7 @@ type selfMetrics struct {
 	lost          prometheus.Counter
 	untracked     prometheus.Counter
 	evicted       *prometheus.CounterVec
+	throttled     prometheus.Counter
 	buildInfo     *prometheus.GaugeVec
 	// Per-type counters resolved once, so counting an event on the reader's
 	// hot path is an array index and an atomic add, no allocation.
@@ -45,6 +46,8 @@ func newSelfMetrics() *selfMetrics {
 		evicted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainwatch_kernel_map_evictions_total",
 			Help: "Entries the kernel's LRU maps forgot to make room, by map: local_syns (a node-local connection's source, e.g. a kubelet probe, may then count as a client's) and group_exits (harmless duplicates of an exit may then be reported)."},
 			[]string{"map"}),
+		throttled: prometheus.NewCounter(prometheus.CounterOpts{Name: "drainwatch_api_lists_throttled_total",
+			Help: "Requests for /api/v1/terminations or /ui answered 429 (Retry-After) because as many lists as the daemon builds at once were being served."}),
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "drainwatch_build_info",
 			Help: "Always 1; the labels carry drainwatch's version and the Go version it was built with."}, []string{"version", "goversion"}),
 	}
@@ -64,7 +67,7 @@ func newSelfMetrics() *selfMetrics {
 }
 
 func (s *selfMetrics) register(r *prometheus.Registry) {
-	r.MustRegister(s.probeAttached, s.kernelEvents, s.unattributed, s.lost, s.untracked, s.evicted, s.buildInfo,
+	r.MustRegister(s.probeAttached, s.kernelEvents, s.unattributed, s.lost, s.untracked, s.evicted, s.throttled, s.buildInfo,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 

@@ -29,6 +29,8 @@ type ServerConfig struct {
 	Log     zerolog.Logger
 	// Now is time.Now when nil.
 	Now func() time.Time
+	// Limits bound the server; zero fields are DefaultLimits'.
+	Limits Limits
 }
 
 // Server serves /metrics, /api/v1/terminations, /ui, /healthz and /readyz.
@@ -39,12 +41,14 @@ type Server struct {
 	healthy func() error
 	log     zerolog.Logger
 	now     func() time.Time
+	limits  Limits
 	mux     *http.ServeMux
 }
 
 // NewServer builds the server's routes.
 func NewServer(cfg ServerConfig) *Server {
-	s := &Server{source: cfg.Source, metrics: cfg.Metrics, ready: cfg.Ready, healthy: cfg.Healthy, log: cfg.Log, now: cfg.Now, mux: http.NewServeMux()}
+	s := &Server{source: cfg.Source, metrics: cfg.Metrics, ready: cfg.Ready, healthy: cfg.Healthy, log: cfg.Log, now: cfg.Now,
+		limits: cfg.Limits.withDefaults(), mux: http.NewServeMux()}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -60,9 +64,10 @@ func NewServer(cfg ServerConfig) *Server {
 	if s.metrics != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.Registry(), promhttp.HandlerOpts{ErrorLog: promLogger{s.log}}))
 	}
-	s.mux.HandleFunc("GET /api/v1/terminations", s.listTerminations)
+	lists := newListGate(s.limits.Lists, s.countThrottled)
+	s.mux.HandleFunc("GET /api/v1/terminations", lists.wrap(s.listTerminations))
 	s.mux.HandleFunc("GET /api/v1/terminations/{uid}", s.getTermination)
-	s.mux.HandleFunc("GET /ui", s.timelinePage)
+	s.mux.HandleFunc("GET /ui", lists.wrap(s.timelinePage))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	// A relative redirect, so that it also works through the pod proxy.
@@ -71,17 +76,29 @@ func NewServer(cfg ServerConfig) *Server {
 }
 
 // Handler is the server's root handler (tests mount it on httptest).
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return ReadOnly(s.mux) }
+
+// Limits are the server's limits, DefaultLimits where its configuration
+// left them zero.
+func (s *Server) Limits() Limits { return s.limits }
+
+// countThrottled counts a list request answered 429.
+func (s *Server) countThrottled() {
+	if s.metrics != nil {
+		s.metrics.self.throttled.Inc()
+	}
+}
 
 // Serve serves on l until ctx is done, then shuts down within 5 s.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	return ServeUntil(ctx, s.mux, l)
+	return ServeUntil(ctx, s.Handler(), l, s.limits)
 }
 
-// ServeUntil serves h on l until ctx is done, then shuts down within 5 s;
-// an error is the server's own (not the shutdown it was asked for).
-func ServeUntil(ctx context.Context, h http.Handler, l net.Listener) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+// ServeUntil serves h on l with lim's timeouts and header limit until ctx
+// is done, then shuts down within 5 s; an error is the server's own (not
+// the shutdown it was asked for).
+func ServeUntil(ctx context.Context, h http.Handler, l net.Listener, lim Limits) error {
+	srv := lim.withDefaults().server(h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {

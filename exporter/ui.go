@@ -24,8 +24,11 @@ func (s *Server) timelinePage(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	// The page is rendered whole before it is sent, so that a failure is a
+	// 500, not half a page: it holds maxTimelines terminations, read as the
+	// source is, so that is what it costs.
 	var buf bytes.Buffer
-	if err := pageTemplate.Execute(&buf, newPageView(Select(s.source, f), s.now())); err != nil {
+	if err := pageTemplate.Execute(&buf, newPageView(selectLatest(s.source, f, maxTimelines), s.now())); err != nil {
 		s.log.Error().Err(err).Msg("rendering the timeline page")
 		http.Error(w, "rendering the timeline page failed", http.StatusInternalServerError)
 		return

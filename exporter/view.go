@@ -1,7 +1,6 @@
 package exporter
 
 import (
-	"cmp"
 	"slices"
 
 	"github.com/drainwatch/drainwatch/correlate"
@@ -25,17 +24,8 @@ func NewTerminationView(t correlate.Termination) TerminationView {
 	return v
 }
 
-// sortTerminations orders terminations by their start (correlate's), then
-// pod name.
-func sortTerminations(ts []correlate.Termination) {
-	slices.SortStableFunc(ts, func(a, b correlate.Termination) int {
-		return cmp.Or(a.Start().Compare(b.Start()), cmp.Compare(a.Pod, b.Pod))
-	})
-}
-
-// sortViews orders views like sortTerminations.
+// sortViews orders views in the list order (compareOrder): the merged
+// answers of several daemons read like one daemon's.
 func sortViews(vs []TerminationView) {
-	slices.SortStableFunc(vs, func(a, b TerminationView) int {
-		return cmp.Or(a.Start().Compare(b.Start()), cmp.Compare(a.Pod, b.Pod))
-	})
+	slices.SortStableFunc(vs, func(a, b TerminationView) int { return compareOrder(a.Termination, b.Termination) })
 }

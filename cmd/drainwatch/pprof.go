@@ -8,6 +8,7 @@ import (
 	"net/http/pprof"
 	"net/netip"
 	"runtime"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -26,7 +27,7 @@ func servePprof(ctx context.Context, addr string, log zerolog.Logger) {
 	}
 	log.Info().Str("addr", l.Addr().String()).Msg("serving Go profiles at /debug/pprof/")
 	go func() {
-		if err := exporter.ServeUntil(ctx, pprofHandler(), l); err != nil {
+		if err := exporter.ServeUntil(ctx, pprofHandler(), l, pprofLimits); err != nil {
 			log.Error().Err(err).Msg("serving Go profiles")
 		}
 	}()
@@ -51,6 +52,17 @@ func checkPprofAddr(addr string) error {
 	}
 	return nil
 }
+
+// pprofLimits are the daemon's but for the write timeout: a CPU profile
+// or an execution trace answers after the seconds it was asked to record
+// (30 by default), and net/http/pprof refuses any that would outlast the
+// write timeout. /debug/pprof/symbol takes a POST body, so it is not
+// exporter.ReadOnly.
+var pprofLimits = func() exporter.Limits {
+	l := exporter.DefaultLimits
+	l.Write = 5 * time.Minute
+	return l
+}()
 
 // sampleHeap keeps the runtime's heap-profile sampling (one sample per
 // 512 KiB allocated, each stack kept for the process's life in a 1.4 MiB

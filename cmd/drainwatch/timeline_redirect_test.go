@@ -24,9 +24,9 @@ func TestTimelineFollowsNoRedirect(t *testing.T) {
 			{[]string{"--kubeconfig", files.execKubeconfig}, "Bearer exec-token"},
 		} {
 			r := runTimeline(append([]string{"--url", s.URL, "--certificate-authority", files.ca}, c.args...)...)
-			from := s.URL + "/api/v1/terminations?"
+			from := s.URL + "/api/v1/terminations?limit=500"
 			want := "drainwatch timeline: daemon " + s.URL + ": GET " + from + `: Get "` + from + `": ` + from +
-				" redirected to " + target + "/api/v1/terminations?: drainwatch timeline follows no redirect, which would carry " +
+				" redirected to " + target + "/api/v1/terminations?limit=500: drainwatch timeline follows no redirect, which would carry " +
 				"the credentials there; pass the address that answers itself\n"
 			if got := rec.take(); r.code != 1 || r.stderr != want || !slices.Equal(got, []string{c.want}) {
 				t.Errorf("%v to %s: exit %d, Authorization headers %q, stderr:\n%s\nwant 1, [%q]:\n%s", c.args, target, r.code, got, r.stderr, c.want, want)

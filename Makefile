@@ -31,6 +31,11 @@ GOVULNCHECK      := $(CACHE)/govulncheck-$(VULN_VERSION)/govulncheck
 VULNDB_DIR       := $(CACHE)/vulndb-$(VULNDB_VERSION)
 
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
+# go.mod's toolchain line names the Go release whose standard library has no
+# known vulnerability the code calls (make vulncheck); auto lets every go
+# command here switch to it, fetched once from the module proxy, where the
+# machine's go.env says local.
+export GOTOOLCHAIN ?= auto
 
 .PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane realnode \
         vmkernel helm opconfig vulncheck check-tidy test test-unit vet lab clean image bench scale fuzz fuzz-short fuzz-targets soak

@@ -2,6 +2,8 @@ module github.com/drainwatch/drainwatch
 
 go 1.26.0
 
+toolchain go1.26.11
+
 require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/google/go-cmp v0.7.0

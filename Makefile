@@ -23,11 +23,22 @@ HELM             := $(CACHE)/helm-$(HELM_VERSION)/helm
 OPCONFIG_DIR     := $(CACHE)/opconfig-$(OPERATOR_VERSION)
 PROM_SD_VERSION  := v0.305.0
 K8SSD            := $(CACHE)/k8ssd-$(PROM_SD_VERSION)/k8ssd
+# govulncheck and the vulnerability database it reads offline, both pinned in
+# testenv/vulndb/go.mod (these versions must match it).
+VULN_VERSION     := v1.9.0
+VULNDB_VERSION   := v0.0.0-20261105234957-e22db6528018
+GOVULNCHECK      := $(CACHE)/govulncheck-$(VULN_VERSION)/govulncheck
+VULNDB_DIR       := $(CACHE)/vulndb-$(VULNDB_VERSION)
 
 export DRAINWATCH_K8S_BIN := $(K8S_BIN)
+# go.mod's toolchain line names the Go release whose standard library has no
+# known vulnerability the code calls (make vulncheck); auto lets every go
+# command here switch to it, fetched once from the module proxy, where the
+# machine's go.env says local.
+export GOTOOLCHAIN ?= auto
 
 .PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane realnode \
-        vmkernel helm opconfig check-tidy test test-unit vet lab clean image bench scale fuzz fuzz-short fuzz-targets soak
+        vmkernel helm opconfig vulncheck check-tidy test test-unit vet lab clean image bench scale fuzz fuzz-short fuzz-targets soak
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
@@ -79,8 +90,18 @@ opconfig: ## Build (once, cached) the Prometheus Operator's config generator and
 	@bash testenv/scripts/build-gotool.sh testenv/k8ssd . $(K8SSD)
 	@cp -f "$$(cd testenv/opconfig && $(GO) list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)"/example/prometheus-operator-crd/*.yaml $(OPCONFIG_DIR)/crds/
 
+# vulncheck fails when the code calls a symbol with a known vulnerability
+# (govulncheck's default mode: imported but uncalled ones are only listed).
+# The database is golang.org/x/vulndb's OSV entries as of VULNDB_VERSION:
+# move it forward in testenv/vulndb and here to see newer entries.
+vulncheck: ## Report known vulnerabilities the code calls (govulncheck, offline: golang.org/x/vulndb's database, built once into .cache/).
+	@bash testenv/scripts/build-gotool.sh testenv/vulndb golang.org/x/vuln/cmd/govulncheck $(GOVULNCHECK)
+	@bash testenv/scripts/build-gotool.sh testenv/vulndb golang.org/x/vulndb/cmd/indexdb $(VULNDB_DIR)/indexdb
+	@bash testenv/scripts/build-vulndb.sh testenv/vulndb $(VULNDB_VERSION) $(VULNDB_DIR)/indexdb $(VULNDB_DIR)/db
+	$(GOVULNCHECK) -db file://$(VULNDB_DIR)/db ./...
+
 check-tidy: ## Fail when go mod tidy would change go.mod or go.sum (the project's and testenv's tool modules).
-	@for dir in . testenv/k8sbuild testenv/helmbuild testenv/opconfig testenv/k8ssd; do \
+	@for dir in . testenv/k8sbuild testenv/helmbuild testenv/opconfig testenv/k8ssd testenv/vulndb; do \
 	  (cd $$dir && $(GO) mod tidy -diff) || { echo "$$dir: go.mod/go.sum are not tidy: run go mod tidy there and commit"; exit 1; }; \
 	done
 
@@ -93,7 +114,7 @@ vet:
 test-unit: ## Unit tests only (no root needed).
 	$(GO) test -count=1 -short ./...
 
-test: deps mounts controlplane realnode helm opconfig vmkernel check-tidy check-generate vet cross ## Everything: unit, privileged (root), end to end, a short fuzz run.
+test: deps mounts controlplane realnode helm opconfig vmkernel check-tidy check-generate vet vulncheck cross ## Everything: unit, privileged (root), end to end, a short fuzz run.
 	DRAINWATCH_VM_KERNELS=$(VM_KERNELS) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory fuzz-short
 

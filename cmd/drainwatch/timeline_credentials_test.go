@@ -72,14 +72,7 @@ func TestTimelineSendsNoCredentialUnverified(t *testing.T) {
 func TestTimelineTokenReachesVerifiedDaemon(t *testing.T) {
 	s, rec := listener(t, true, daemonAPI())
 	files := writeCredentialFiles(t, s)
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--token", "s3cret"}, "Bearer s3cret"},
-		{[]string{"--kubeconfig", files.tokenKubeconfig}, "Bearer kube-token"},
-		{[]string{"--kubeconfig", files.execKubeconfig}, "Bearer exec-token"},
-	} {
+	for _, c := range files.credentials() {
 		r := runTimeline(append([]string{"--url", s.URL, "--certificate-authority", files.ca}, c.args...)...)
 		if got := rec.take(); r.code != 0 || !strings.Contains(r.out, "web-a") || !slices.Equal(got, []string{c.want}) {
 			t.Errorf("%v: exit %d, Authorization headers %q; want 0, [%q]:\n%s%s", c.args, r.code, got, c.want, r.out, r.stderr)

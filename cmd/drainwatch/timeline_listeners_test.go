@@ -78,6 +78,22 @@ type credentialFiles struct {
 	ca, tokenKubeconfig, execKubeconfig, execRuns string
 }
 
+// credential is one way to give timeline a credential, and the
+// Authorization header it makes.
+type credential struct {
+	args []string
+	want string
+}
+
+// credentials are --token, the kubeconfig's token and its exec plugin's.
+func (c credentialFiles) credentials() []credential {
+	return []credential{
+		{[]string{"--token", "s3cret"}, "Bearer s3cret"},
+		{[]string{"--kubeconfig", c.tokenKubeconfig}, "Bearer kube-token"},
+		{[]string{"--kubeconfig", c.execKubeconfig}, "Bearer exec-token"},
+	}
+}
+
 func writeCredentialFiles(t *testing.T, tlsServer *httptest.Server) credentialFiles {
 	t.Helper()
 	dir := t.TempDir()

@@ -15,14 +15,7 @@ func TestTimelineFollowsNoRedirect(t *testing.T) {
 	for _, target := range []string{clear.URL, other.URL} {
 		s, rec := listener(t, true, redirectTo(target))
 		files := writeCredentialFiles(t, s)
-		for _, c := range []struct {
-			args []string
-			want string
-		}{
-			{[]string{"--token", "s3cret"}, "Bearer s3cret"},
-			{[]string{"--kubeconfig", files.tokenKubeconfig}, "Bearer kube-token"},
-			{[]string{"--kubeconfig", files.execKubeconfig}, "Bearer exec-token"},
-		} {
+		for _, c := range files.credentials() {
 			r := runTimeline(append([]string{"--url", s.URL, "--certificate-authority", files.ca}, c.args...)...)
 			from := s.URL + "/api/v1/terminations?limit=500"
 			want := "drainwatch timeline: daemon " + s.URL + ": GET " + from + `: Get "` + from + `": ` + from +

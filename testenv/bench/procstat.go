@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drainwatch/drainwatch/testenv/netlab"
 )
 
 // clockTick is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
@@ -94,23 +96,11 @@ func passiveOpens(pid int) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("reading the server's TCP counters: %w", err)
 	}
-	var names []string
-	for _, line := range strings.Split(string(raw), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 || fields[0] != "Tcp:" {
-			continue
-		}
-		if names == nil {
-			names = fields
-			continue
-		}
-		for i, n := range names {
-			if n == "PassiveOpens" && i < len(fields) {
-				return strconv.ParseUint(fields[i], 10, 64)
-			}
-		}
+	n, err := netlab.TCPCounter(raw, "PassiveOpens")
+	if err != nil {
+		return 0, fmt.Errorf("/proc/%d/net/snmp: %w", pid, err)
 	}
-	return 0, fmt.Errorf("/proc/%d/net/snmp has no Tcp PassiveOpens", pid)
+	return n, nil
 }
 
 // firstPID is a process of the cgroup subtree dir (the pod's slice holds

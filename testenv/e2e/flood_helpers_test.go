@@ -19,6 +19,7 @@ import (
 
 	"github.com/drainwatch/drainwatch/daemon"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
+	"github.com/drainwatch/drainwatch/testenv/netlab"
 	"github.com/drainwatch/drainwatch/testenv/soak"
 )
 
@@ -190,24 +191,9 @@ func outRsts(t *testing.T, netns string) int {
 	if err != nil {
 		t.Fatalf("reading /proc/net/snmp in %s: %v", netns, err)
 	}
-	var names []string
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "Tcp:" {
-			continue
-		}
-		if names == nil {
-			names = f
-			continue
-		}
-		for i, name := range names {
-			if name == "OutRsts" && i < len(f) {
-				n, err := strconv.Atoi(f[i])
-				must(t, err)
-				return n
-			}
-		}
+	n, err := netlab.TCPCounter(out, "OutRsts")
+	if err != nil {
+		t.Fatalf("%s: %v", netns, err)
 	}
-	t.Fatalf("no Tcp OutRsts in %s's /proc/net/snmp:\n%s", netns, out)
-	return 0
+	return int(n)
 }

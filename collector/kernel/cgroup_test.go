@@ -29,7 +29,7 @@ func TestCgroupScopedSignals(t *testing.T) {
 	}
 	init := startInCgroup(t, cg, "unshare", "--pid", "--fork", "--kill-child", "sleep", "60")
 	outside := startInCgroup(t, "", "sleep", "60")
-	child := waitChild(t, init.Process.Pid)
+	child := waitChild(t, init.Process.Pid, "sleep")
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		if err := syscall.Kill(child, sig); err != nil {
 			t.Fatal(err)
@@ -106,17 +106,22 @@ func startInCgroup(t *testing.T, dir string, name string, args ...string) *exec.
 	return cmd
 }
 
-// waitChild returns the pid of parent's only child, bounded in time.
-func waitChild(t *testing.T, parent int) int {
+// waitChild returns the pid of parent's only child once it runs comm,
+// bounded in time. Not before its exec: util-linux's unshare blocks SIGTERM
+// around its fork, and a SIGTERM its child gets before restoring the mask
+// is queued ("delivered"), not ignored (seen once in CI).
+func waitChild(t *testing.T, parent int, comm string) int {
 	t.Helper()
 	path := "/proc/" + strconv.Itoa(parent) + "/task/" + strconv.Itoa(parent) + "/children"
 	for i := 0; i < 200; i++ {
 		b, _ := os.ReadFile(path)
 		if pid, err := strconv.Atoi(string(bytes.TrimSpace(b))); err == nil {
-			return pid
+			if c, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); string(bytes.TrimSpace(c)) == comm {
+				return pid
+			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("no child of pid %d within 2s", parent)
+	t.Fatalf("no child of pid %d running %s within 2s", parent, comm)
 	return 0
 }

@@ -29,7 +29,16 @@ import (
 // diagnosis, attributed to the pod's workload and revision.
 func TestLivenessRestart(t *testing.T) {
 	c, ds := startCluster(t, "e2l-", 1)
-	livenessRestart(t, c, ds, anyNode)
+	run := livenessRestart(t, c, ds, anyNode)
+	// The kubelet's refused probes, from the node agent's own log: a probe
+	// whose node-local sender drainwatch missed would count as a client's
+	// refusal (a CI run once counted 2 refusals more than the clients saw,
+	// its sources 165 from the clients and 5 probes, 2 with no sender).
+	probes, err := c.ProbeRefusals(&run.pod, run.got.Marks.StopSignal)
+	must(t, err)
+	if probes != run.got.Counts.ProbeRefused {
+		t.Errorf("probe_refused %d, the prober's log %d; sources %+v", run.got.Counts.ProbeRefused, probes, run.got.Sources)
+	}
 }
 
 // livenessRun is what livenessRestart leaves to check further: the pod,

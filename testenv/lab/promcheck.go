@@ -3,8 +3,10 @@ package lab
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/drainwatch/drainwatch/exporter"
 	"github.com/drainwatch/drainwatch/testenv/promtest"
 )
 
@@ -24,15 +26,26 @@ func (t *promTotals) fields() []*int {
 	return []*int{&t.refused, &t.killed, &t.killedAtExit, &t.probes, &t.resets}
 }
 
-// apiTotals are a row's drainwatch numbers as the daemons' API gave them.
-func apiTotals(r Result) promTotals {
-	return promTotals{r.DrainwatchRefused, r.DrainwatchKilled, r.DrainwatchKilledAtExit, r.DrainwatchProbeRefused, r.DrainwatchResetAtShutdown}
+// apiTotals are the daemons' API's sums over the namespace's complete
+// terminations (the ones the metrics count): every one, not only the
+// row's, since a scenario may stop more afterwards (the liveness
+// scenario's scale to zero deletes its pod, whose readiness probe can meet
+// the closed listener).
+func (l *Lab) apiTotals(ctx context.Context, ns string) (promTotals, error) {
+	vs, err := l.Terminations(ctx, ns)
+	if err != nil {
+		return promTotals{}, err
+	}
+	vs = slices.DeleteFunc(vs, func(v exporter.TerminationView) bool { return !v.Complete })
+	c := sumCounts(vs...)
+	return promTotals{c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.RequestsKilledAtExit, c.ProbeRefused, c.ConnectionsResetAtShutdown}, nil
 }
 
 // checkPrometheus compares, for every scenario namespace that took its
 // numbers from the daemons' API, Prometheus's sums of the counters with
-// the API's: the metrics path must tell the same story. A difference
-// becomes the row's error.
+// the API's for the same namespace, read until they agree (a termination
+// completing between the two reads) or promAgreeTimeout: the metrics path
+// must tell the same story. A difference becomes the row's error.
 func (l *Lab) checkPrometheus(ctx context.Context, results []Result) {
 	checked, differ := 0, 0
 	for i, r := range results {
@@ -40,18 +53,41 @@ func (l *Lab) checkPrometheus(ctx context.Context, results []Result) {
 			continue
 		}
 		checked++
-		prom, err := l.promTotals(ctx, r.Namespace)
+		prom, api, err := l.promAgrees(ctx, r.Namespace)
 		switch {
 		case err != nil:
 			results[i].Error = err.Error()
-		case prom != apiTotals(r):
-			results[i].Error = fmt.Sprintf("prometheus %s differs from the daemons' API %s", prom, apiTotals(r))
+		case prom != api:
+			results[i].Error = fmt.Sprintf("prometheus %s differs from the daemons' API %s", prom, api)
 		}
 		if results[i].Error != "" {
 			differ++
 		}
 	}
 	l.progress.Step("prometheus against the daemons' API: %d scenarios checked, %d differ", checked, differ)
+}
+
+// promAgreeTimeout bounds how long checkPrometheus waits for Prometheus's
+// next scrapes to catch up with the API.
+const promAgreeTimeout = 30 * time.Second
+
+// promAgrees reads Prometheus's and the API's totals of ns until they are
+// equal or promAgreeTimeout passes, and returns the last of each.
+func (l *Lab) promAgrees(ctx context.Context, ns string) (prom, api promTotals, err error) {
+	deadline := time.Now().Add(promAgreeTimeout)
+	for {
+		if prom, err = l.promTotals(ctx, ns); err != nil {
+			return prom, api, err
+		}
+		if api, err = l.apiTotals(ctx, ns); err != nil || prom == api || time.Now().After(deadline) {
+			return prom, api, err
+		}
+		select {
+		case <-ctx.Done():
+			return prom, api, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func (t promTotals) String() string {

@@ -50,6 +50,23 @@ func (c *Cluster) Terminations(uid types.UID) []node.Termination {
 	return out
 }
 
+// WaitRestarted waits until the agent has finished killing one of the
+// pod's containers for a restart and returns that kill's record.
+func (c *Cluster) WaitRestarted(ctx context.Context, uid types.UID) (node.Termination, error) {
+	for {
+		for _, a := range c.Nodes {
+			if rs := a.Restarts(uid); len(rs) > 0 && !rs[0].ExitAt.IsZero() {
+				return rs[0], nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return node.Termination{}, fmt.Errorf("no container of pod %s restarted: %w", uid, ctx.Err())
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
 // WaitTerminated waits until a container of the pod has exited and returns
 // its termination record.
 func (c *Cluster) WaitTerminated(ctx context.Context, uid types.UID) (node.Termination, error) {

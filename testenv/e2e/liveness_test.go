@@ -39,6 +39,31 @@ func TestLivenessRestart(t *testing.T) {
 	if probes != run.got.Counts.ProbeRefused {
 		t.Errorf("probe_refused %d, the prober's log %d; sources %+v", run.got.Counts.ProbeRefused, probes, run.got.Sources)
 	}
+	if t.Failed() {
+		logProbes(t, c, &run.pod, run.got.Marks.StopSignal)
+	}
+}
+
+// logProbes logs the prober's attempts at the pod since a time: what a
+// count that differs from the clients' is compared with next.
+func logProbes(t *testing.T, c *cluster.Cluster, pod *corev1.Pod, since time.Time) {
+	t.Helper()
+	for i, name := range c.NodeNames {
+		if name != pod.Spec.NodeName {
+			continue
+		}
+		attempts, _, err := c.Nodes[i].ProbeLog()
+		if err != nil {
+			t.Logf("prober's log: %v", err)
+			return
+		}
+		for _, a := range attempts {
+			if a.Pod == pod.Namespace+"/"+pod.Name && !a.End.Before(since) {
+				t.Logf("probe %s %s %s %s → %s (%s) %s", a.Probe, a.Op, a.Target, a.Start.Format("15:04:05.000000"),
+					a.End.Format("15:04:05.000000"), a.Outcome, a.Err)
+			}
+		}
+	}
 }
 
 // livenessRun is what livenessRestart leaves to check further: the pod,

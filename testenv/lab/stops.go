@@ -157,8 +157,14 @@ func livenessScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// No SIGKILL: the server drains its /slow within the grace.
-	rs, err := l.stopResult(ctx, name, pod, v, since, Death{}, map[string][]client.Request{"work": work, "slow": slow},
+	// The node agent's own record of the kill: the server should drain its
+	// /slow within the grace, and a SIGKILL would count what it cut.
+	kill, err := l.Cluster.WaitRestarted(ctx, pod.UID)
+	if err != nil {
+		return nil, errorf("node agent", err)
+	}
+	rs, err := l.stopResult(ctx, name, pod, v, since, Death{SIGKILL: kill.SIGKILLAt, Exit: kill.ExitAt, StopSignal: kill.StopSignalAt},
+		map[string][]client.Request{"work": work, "slow": slow},
 		fmt.Sprintf("exit code %d (%s); %s", last.ExitCode, last.Reason, causeNote(v, correlate.CauseContainerRestart)))
 	if err != nil {
 		return nil, err

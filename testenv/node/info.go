@@ -95,6 +95,28 @@ func (a *Agent) Terminations(uid types.UID) []Termination {
 	return out
 }
 
+// Restarts returns the pod's container kills for a restart (a failed
+// liveness or startup probe) that have finished, oldest first: the ground
+// truth of a container termination without a deletion.
+func (a *Agent) Restarts(uid types.UID) []Termination {
+	a.mu.Lock()
+	w := a.workers[uid]
+	if w == nil {
+		w = a.finished[uid]
+	}
+	a.mu.Unlock()
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]Termination, 0, len(w.restartKills))
+	for _, t := range w.restartKills {
+		out = append(out, *t)
+	}
+	return out
+}
+
 // AllTerminations returns every container termination of pod deletions
 // this agent has carried out, in the order they finished: the ground truth
 // of a rollout whose pod UIDs the caller does not know.

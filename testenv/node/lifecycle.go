@@ -171,7 +171,12 @@ func (w *podWorker) onProbe(ctx context.Context, r probeResult) {
 		w.startedProbes(lctx, r.container)
 	case !r.passing && !w.terminating:
 		msg := fmt.Sprintf("Container %s failed %s probe, will be restarted", r.container.spec.Name, strings.ToLower(string(r.kind)))
-		go w.a.killContainerWithMessage(ctx, w.pod, r.container, w.sb.IP, GracePeriod(w.pod), msg, nil)
+		go func() {
+			t := w.a.killContainerWithMessage(ctx, w.pod, r.container, w.sb.IP, GracePeriod(w.pod), msg, nil)
+			w.mu.Lock()
+			w.restartKills = append(w.restartKills, t)
+			w.mu.Unlock()
+		}()
 	}
 }
 

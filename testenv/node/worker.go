@@ -47,6 +47,9 @@ type podWorker struct {
 
 	mu           sync.Mutex // guards what accessors read: sb, runs, terminations
 	terminations []*Termination
+	// restartKills are the containers the agent killed to restart them (a
+	// failed liveness or startup probe), in the order the kills began.
+	restartKills []*Termination
 }
 
 func newPodWorker(a *Agent, pod *corev1.Pod) *podWorker {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,63 @@ func TestVMMatrix(t *testing.T) {
 	for _, k := range vmKernels {
 		t.Run(k.dir, func(t *testing.T) { bootKernel(t, k, filepath.Join(dir, k.dir), guests) })
 	}
+	if os.Getenv("DRAINWATCH_MATRIX_REGENERATE") == "" {
+		checkCommittedMatrix(t, filepath.Join("..", "..", "docs", "support-matrix.txt"))
+	}
+}
+
+// matrixRuns holds each run's MATRIX lines, by run name ("host" or the
+// kernel's directory), for checkCommittedMatrix.
+var matrixRuns = map[string][]string{}
+
+// checkCommittedMatrix fails when a guest's MATRIX lines differ from the
+// committed support matrix's lines for that kernel series (major.minor and
+// arch: Debian's cloud kernels move to newer point releases, which the
+// committed copy need not follow): the docs must say what the matrix
+// measures. The host's lines are not compared: its column is named after
+// whatever kernel runs the tests. `make support-matrix` regenerates the
+// committed copy and the pages made from it (with
+// DRAINWATCH_MATRIX_REGENERATE set, which skips this check).
+func checkCommittedMatrix(t *testing.T, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the committed support matrix: %v", err)
+	}
+	committed := map[string][]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, rest := matrixSeries(line); k != "" {
+			committed[k] = append(committed[k], rest)
+		}
+	}
+	for run, lines := range matrixRuns {
+		if run == "host" || len(lines) == 0 {
+			continue
+		}
+		k, _ := matrixSeries(lines[0])
+		var measured []string
+		for _, line := range lines {
+			_, rest := matrixSeries(line)
+			measured = append(measured, rest)
+		}
+		if !slices.Equal(committed[k], measured) {
+			t.Errorf("%s: the kernel matrix measured on %s differs from %s (run `make support-matrix` and commit the result):\nmeasured:\n%s\ncommitted:\n%s",
+				run, k, path, strings.Join(measured, "\n"), strings.Join(committed[k], "\n"))
+		}
+	}
+}
+
+// matrixSeries splits a MATRIX line into its kernel series ("6.1 arm64")
+// and the rest after the kernel and arch fields; "" for other lines.
+func matrixSeries(line string) (string, string) {
+	f := strings.Fields(line)
+	if len(f) < 3 || f[0] != "MATRIX" || !strings.HasPrefix(f[1], "kernel=") || !strings.HasPrefix(f[2], "arch=") {
+		return "", ""
+	}
+	v := strings.SplitN(strings.TrimPrefix(f[1], "kernel="), ".", 3)
+	if len(v) < 2 {
+		return "", ""
+	}
+	return v[0] + "." + v[1] + " " + strings.TrimPrefix(f[2], "arch="), strings.Join(f[3:], " ")
 }
 
 // guestBinary builds the suite for arch once per run.
@@ -138,6 +196,7 @@ func runMatrix(t *testing.T, name string, cmd *exec.Cmd, last bool, env ...strin
 	}
 	fmt.Printf("MATRIX-TIME run=%s boot+test=%.1fs\n", name, took.Seconds())
 	saveMatrix(t, matrix)
+	matrixRuns[name] = matrix
 	if err != nil || !suitePassed(console) {
 		t.Logf("console tail:\n%s", tail(console, 40))
 		t.Fatalf("%s: the matrix suite did not pass (%v) in %.1fs", name, err, took.Seconds())

@@ -191,10 +191,14 @@ struct {
 	__uint(max_entries, 1 << 22);
 } events SEC(".maps");
 
-/* Ring-buffer reserve failures, per CPU, summed by user space. */
+/* Ring-buffer reserve failures, per CPU and per event type (indexed by
+ * enum event_type; 0 holds any type beyond the table), summed by user
+ * space: a flood that fills the ring says which records it cost. */
+#define LOST_TYPES 16
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, LOST_TYPES);
 	__type(key, __u32);
 	__type(value, __u64);
 } lost SEC(".maps");
@@ -419,8 +423,8 @@ static __always_inline struct event *event_reserve(__u8 type)
 {
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (!e) {
-		__u32 zero = 0;
-		__u64 *n = bpf_map_lookup_elem(&lost, &zero);
+		__u32 slot = type < LOST_TYPES ? type : 0;
+		__u64 *n = bpf_map_lookup_elem(&lost, &slot);
 		if (n)
 			(*n)++;
 		return NULL;

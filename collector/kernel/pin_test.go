@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -195,6 +196,10 @@ func TestPinOverflowWhileClosed(t *testing.T) {
 	if refused+int(st.LostInKernel) != n || len(evs) != refused || st.LostInKernel == 0 || st.Dropped != 0 {
 		t.Fatalf("delivered %d (of %d events) + lost in kernel %d != %d generated (dropped %d)",
 			refused, len(evs), st.LostInKernel, n, st.Dropped)
+	}
+	// Only refusals were made: every lost record was one.
+	if want := map[collector.EventType]uint64{collector.EventRefused: st.LostInKernel}; !maps.Equal(st.LostInKernelByType, want) {
+		t.Errorf("lost in the kernel by type %v, want %v", st.LostInKernelByType, want)
 	}
 }
 

@@ -142,6 +142,10 @@ type Stats struct {
 	// LostInKernel counts events the BPF side could not reserve in the ring
 	// buffer (it was full).
 	LostInKernel uint64
+	// LostInKernelByType splits LostInKernel by the type of the record that
+	// found the ring full (types that lost nothing are absent; nil after
+	// Close).
+	LostInKernelByType map[collector.EventType]uint64
 	// Dropped counts events decoded but dropped because the Events channel
 	// was full.
 	Dropped uint64
@@ -170,7 +174,10 @@ func (k *Kernel) Stats() (Stats, error) {
 		return s, nil
 	}
 	var lerr, uerr, eerr error
-	s.LostInKernel, lerr = k.maps.lostInKernel()
+	s.LostInKernelByType, lerr = k.maps.lostInKernelByType()
+	for _, n := range s.LostInKernelByType {
+		s.LostInKernel += n
+	}
 	s.Untracked, uerr = k.maps.untrackedInKernel()
 	s.Evicted, eerr = k.MapEvictions(time.Now())
 	return s, errors.Join(lerr, uerr, eerr)

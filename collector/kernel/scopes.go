@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/cilium/ebpf"
+
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 // Project names for the bpf2go-generated types (bpf/drainwatch.h): the
@@ -100,9 +102,34 @@ func (m sharedMaps) close() error {
 	return errors.Join(errs...)
 }
 
-// lostInKernel sums the per-CPU ring-buffer reserve failures.
+// lostTypes is bpf/drainwatch.h's LOST_TYPES: the lost counter's slots,
+// one per event type (0 for a type beyond them).
+const lostTypes = 16
+
+// lostInKernel sums the per-CPU ring-buffer reserve failures of every type.
 func (m sharedMaps) lostInKernel() (uint64, error) {
-	return m.perCPUSum("lost", "the lost-events counter")
+	byType, err := m.lostInKernelByType()
+	var sum uint64
+	for _, n := range byType {
+		sum += n
+	}
+	return sum, err
+}
+
+// lostInKernelByType is the ring-buffer reserve failures per event type,
+// summed over CPUs; types that lost nothing are absent.
+func (m sharedMaps) lostInKernelByType() (map[collector.EventType]uint64, error) {
+	out := map[collector.EventType]uint64{}
+	for slot := uint32(0); slot < lostTypes; slot++ {
+		n, err := m.perCPUSumAt("lost", slot, "the lost-events counter")
+		if err != nil {
+			return out, err
+		}
+		if n > 0 {
+			out[collector.EventType(slot)] += n
+		}
+	}
+	return out, nil
 }
 
 // untrackedInKernel sums the accepted connections the kernel could not
@@ -112,12 +139,17 @@ func (m sharedMaps) untrackedInKernel() (uint64, error) {
 }
 
 func (m sharedMaps) perCPUSum(name, what string) (uint64, error) {
+	return m.perCPUSumAt(name, 0, what)
+}
+
+// perCPUSumAt sums a per-CPU array's entry over CPUs.
+func (m sharedMaps) perCPUSumAt(name string, key uint32, what string) (uint64, error) {
 	mp := m.byName[name]
 	if mp == nil {
 		return 0, fmt.Errorf("reading %s: map %s not loaded", what, name)
 	}
 	var perCPU []uint64
-	if err := mp.Lookup(uint32(0), &perCPU); err != nil {
+	if err := mp.Lookup(key, &perCPU); err != nil {
 		return 0, fmt.Errorf("reading %s: %w", what, err)
 	}
 	var sum uint64

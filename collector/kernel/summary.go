@@ -16,6 +16,11 @@ func (st Stats) WriteSummary(w io.Writer, err error) {
 	}
 	fmt.Fprintf(w, "  %-22s %d (ring buffer full: %d, reader behind: %d, undecodable: %d)\n",
 		"lost", st.Lost(), st.LostInKernel, st.Dropped, st.Invalid)
+	for _, t := range collector.EventTypes() {
+		if n := st.LostInKernelByType[t]; n > 0 {
+			fmt.Fprintf(w, "    ring buffer full, %-12s %d\n", t.String()+":", n)
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(w, "  (kernel counters unavailable:", err, ")")
 	}

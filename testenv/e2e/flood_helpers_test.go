@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/daemon"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
 	"github.com/drainwatch/drainwatch/testenv/netlab"
@@ -154,8 +155,8 @@ func logMaps(t *testing.T, pinDir string) {
 
 // pinnedLost sums the pinned per-CPU ring-buffer reserve failures: the
 // kernel's share of drainwatch_kernel_events_lost_total (the rest were
-// dropped at the correlator's queue).
-func pinnedLost(t *testing.T, pinDir string) uint64 {
+// dropped at the correlator's queue), in all and of refused records.
+func pinnedLost(t *testing.T, pinDir string) kernelLoss {
 	t.Helper()
 	paths, _ := filepath.Glob(filepath.Join(pinDir, "*", "map_lost"))
 	if len(paths) != 1 {
@@ -164,13 +165,26 @@ func pinnedLost(t *testing.T, pinDir string) uint64 {
 	m, err := ebpf.LoadPinnedMap(paths[0], &ebpf.LoadPinOptions{ReadOnly: true})
 	must(t, err)
 	defer m.Close()
-	var perCPU []uint64
-	must(t, m.Lookup(uint32(0), &perCPU))
-	var n uint64
-	for _, v := range perCPU {
-		n += v
+	var l kernelLoss
+	for slot := uint32(0); slot < m.MaxEntries(); slot++ {
+		var perCPU []uint64
+		must(t, m.Lookup(slot, &perCPU))
+		for _, v := range perCPU {
+			l.all += v
+			if collector.EventType(slot) == collector.EventRefused {
+				l.refused += v
+			}
+		}
 	}
-	return n
+	return l
+}
+
+// kernelLoss is the pinned counter's reserve failures: of every type, and
+// of refused records (the slot bpf/drainwatch.h indexes by event type).
+type kernelLoss struct{ all, refused uint64 }
+
+func (l kernelLoss) minus(o kernelLoss) kernelLoss {
+	return kernelLoss{all: l.all - o.all, refused: l.refused - o.refused}
 }
 
 // podNetns is the bind-mounted network namespace of a pod on the first node.

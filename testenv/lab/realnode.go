@@ -81,9 +81,9 @@ func (l *Lab) onRealNode(dep *appsv1.Deployment) {
 // realSeedsScenario: the seeds' experiment with the naive server on the
 // real node, the clients straight at the pod for realWindow. The probe
 // pair's ground truth is the real kubelet's own log of its refused probes.
-// The container's SIGKILL is not known from outside drainwatch here (no
-// node agent's record): the naive server exits within its grace, and the
-// killed pair is 0 unless a client request was cut (it would then differ).
+// The container's stop comes from the real kubelet's log (its kill with
+// the grace left, and PLEG's exit code): the naive server exits within its
+// grace, so the killed pair is 0 = 0 unless the grace ran out.
 func realSeedsScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	const name, ns = "real/seeds-naive", "lab-real-seeds"
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeNaive, 1)
@@ -113,7 +113,16 @@ func realSeedsScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	text := l.timelineCLI(ctx, ns, vs)
 	l.progress.Block(sideBySide("clients (0 = the delete)", res.Timeline(), "drainwatch timeline (0 = the stop signal)", text, 50))
 	l.record(name, ns, vs, text, res)
-	v, death := vs[0], Death{}
+	stop, err := l.RealNode.ContainerStop(ns+"/"+pod.Name, string(pod.UID), "server", res.StopAt)
+	if err == nil && stop.Finished.IsZero() {
+		err = fmt.Errorf("the kubelet's log has no exit of %s's container after its kill at %v", pod.Name, stop.Killing)
+	}
+	if err != nil {
+		return nil, errorf("kubelet log", err)
+	}
+	// The real kubelet's own record of the stop: a SIGKILL (exit 137 at
+	// the end of the grace it logged) counts what it cut.
+	v, death := vs[0], Death{SIGKILL: stop.SIGKILLAt(), Exit: stop.Finished, StopSignal: stop.Killing}
 	return []Result{{
 		Name: name, Namespace: ns, Source: "api", Diagnoses: diagnosisCodes(vs...),
 		ClientRefused: RefusedTo(addr, all...), DrainwatchRefused: v.Counts.RefusedAfterSigterm,

@@ -82,6 +82,18 @@ func TestSeedsOnRealNode(t *testing.T) {
 	if c.ProbeRefused != probes {
 		t.Errorf("probe_refused %d, the kubelet's log has %d probes refused", c.ProbeRefused, probes)
 	}
+	// The kubelet's own record of the stop (the lab's real/ rows take
+	// their killed pair's ground truth from it): killed once, exited within
+	// its grace with the code drainwatch saw.
+	stop, err := n.ContainerStop("default/"+pod.Name, string(ready.UID), "server", res.StopAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the kubelet killed the container %.3f s after the delete call with %v of grace; PLEG saw exit code %d %.3f s after the kill",
+		stop.Killing.Sub(res.StopAt).Seconds(), stop.Grace, stop.ExitCode, stop.Finished.Sub(stop.Killing).Seconds())
+	if stop.Finished.IsZero() || stop.SIGKILLed() || int(got.ExitCode) != stop.ExitCode {
+		t.Errorf("the kubelet's log: %+v; drainwatch's exit code %d: want an exit within the grace, with drainwatch's code", stop, got.ExitCode)
+	}
 	if res.Slow.Outcome != client.OK {
 		t.Errorf("the in-flight /slow ended %s, want ok (naive Shutdown finishes it)", res.Slow.Outcome)
 	}

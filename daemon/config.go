@@ -11,6 +11,7 @@ import (
 
 	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/collector/kernel"
+	"github.com/drainwatch/drainwatch/collector/kube"
 	"github.com/drainwatch/drainwatch/collector/node"
 	"github.com/drainwatch/drainwatch/correlate"
 )
@@ -106,6 +107,9 @@ type Config struct {
 	// sources on other nodes (their kube-proxy, their pods) are named after
 	// their node (kube.Config.AllNodes; a cluster-wide watch).
 	WatchAllNodes bool
+	// Scope limits the pods observed (kube.PodScope: --namespaces,
+	// --exclude-namespaces, --pod-selector); the zero value observes all.
+	Scope kube.PodScope
 	// RingBufferSize is the kernel ring buffer's size in bytes (0:
 	// kernel.DefaultRingBufferSize; see kernel.Options.RingBufferSize).
 	RingBufferSize int

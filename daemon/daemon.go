@@ -166,7 +166,7 @@ func (d *Daemon) restConfig() (*rest.Config, error) {
 func (d *Daemon) startKube(ctx context.Context, rest *rest.Config, errc chan<- error) error {
 	d.sink = apiSink{events: d.api, done: ctx.Done()}
 	api, err := kube.New(kube.Config{
-		NodeName: d.cfg.NodeName, Rest: rest, Sink: d.sink, Now: d.cfg.Now, AllNodes: d.cfg.WatchAllNodes,
+		NodeName: d.cfg.NodeName, Rest: rest, Sink: d.sink, Now: d.cfg.Now, AllNodes: d.cfg.WatchAllNodes, Scope: d.cfg.Scope,
 		Log: d.log.With().Str("component", "kube").Logger(),
 	})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/drainwatch/drainwatch/collector/kube"
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/daemon"
 	"github.com/drainwatch/drainwatch/exporter"
@@ -29,6 +30,7 @@ type runFlags struct {
 	pinPath                                            string
 	logLevel, logFormat                                string
 	kubeletComms                                       string
+	namespaces, excludeNamespaces, podSelector         string
 	http2Tracking, auth, tlsCert, tlsKey               string
 	ringBufferSize, pprofAddr, completedInMemory       string
 	keepCompleted, seriesTTL                           string
@@ -64,6 +66,9 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.StringVar(&f.seriesTTL, "series-ttl", envOr("DRAINWATCH_SERIES_TTL", exporter.DefaultSeriesTTL.String()),
 		"how long a revision's series (refused, killed, ... by namespace, workload and revision) stay in /metrics after its last termination; the series held, and the pod UIDs counted into them, follow from it (env DRAINWATCH_SERIES_TTL)")
 	fs.BoolVar(&f.allNodes, "watch-all-nodes", os.Getenv("DRAINWATCH_WATCH_ALL_NODES") == "true", "watch every Node (not only this one) so that the routing sources of a termination on other nodes, their kube-proxy and their pods, are named after their node instead of by address; a cluster-wide watch whose Node updates reach every daemon (env DRAINWATCH_WATCH_ALL_NODES=true)")
+	fs.StringVar(&f.namespaces, "namespaces", os.Getenv("DRAINWATCH_NAMESPACES"), "observe only the pods of these namespaces (comma-separated); empty: every namespace. Pods out of scope are never watched in the kernel and none of their terminations is recorded (env DRAINWATCH_NAMESPACES)")
+	fs.StringVar(&f.excludeNamespaces, "exclude-namespaces", os.Getenv("DRAINWATCH_EXCLUDE_NAMESPACES"), "leave out the pods of these namespaces (comma-separated), e.g. kube-system or a noisy batch namespace (env DRAINWATCH_EXCLUDE_NAMESPACES)")
+	fs.StringVar(&f.podSelector, "pod-selector", os.Getenv("DRAINWATCH_POD_SELECTOR"), "observe only pods whose labels match this selector (kubectl syntax: app=web,tier!=batch); a pod is decided when first seen and stays observed until deleted (env DRAINWATCH_POD_SELECTOR)")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -126,6 +131,11 @@ func runCmd(args []string) int {
 		fmt.Fprintln(os.Stderr, "drainwatch run:", err)
 		return 2
 	}
+	scope, err := kube.ParsePodScope(f.namespaces, f.excludeNamespaces, f.podSelector)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "drainwatch run:", err)
+		return 2
+	}
 	ringBytes, err := parseSize(f.ringBufferSize)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "drainwatch run: --ring-buffer-size:", err)
@@ -153,7 +163,7 @@ func runCmd(args []string) int {
 		Auth: f.auth, TLSCertFile: f.tlsCert, TLSKeyFile: f.tlsKey, TLSSelfSigned: f.tlsSelfSigned,
 		Correlate:     correlate.Config{ProbeComms: splitList(f.kubeletComms)},
 		HTTP2Tracking: f.http2Tracking, RingBufferSize: ringBytes, CompletedInMemory: inMemory,
-		WatchAllNodes: f.allNodes, KeepCompleted: keep, SeriesTTL: ttl,
+		WatchAllNodes: f.allNodes, KeepCompleted: keep, SeriesTTL: ttl, Scope: scope,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("invalid configuration")
@@ -162,7 +172,7 @@ func runCmd(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info().Str("node", f.nodeName).Str("state_dir", f.stateDir).Str("listen", f.listen).Str("pin_path", f.pinPath).
-		Str("auth", f.auth).Bool("tls", f.tlsCert != "" || f.tlsSelfSigned).Msg("drainwatch starting")
+		Str("auth", f.auth).Bool("tls", f.tlsCert != "" || f.tlsSelfSigned).Stringer("pods", scope).Msg("drainwatch starting")
 	if f.pprofAddr != "" {
 		servePprof(ctx, f.pprofAddr, log)
 	}

@@ -53,6 +53,12 @@ func TestRunRejectsBadInput(t *testing.T) {
 	if code := runCmd([]string{"--node-name", "n", "--state-dir", t.TempDir(), "--tls-cert-file", "c.pem"}); code != 2 {
 		t.Errorf("run --tls-cert-file without --tls-key-file exited %d, want 2", code)
 	}
+	for _, bad := range [][]string{{"--namespaces", "Shop"}, {"--exclude-namespaces", "a,b_c"}, {"--pod-selector", "app in (web"},
+		{"--namespaces", "shop", "--exclude-namespaces", "shop"}} {
+		if code := runCmd(append([]string{"--node-name", "n", "--state-dir", t.TempDir()}, bad...)); code != 2 {
+			t.Errorf("run %v exited %d, want 2", bad, code)
+		}
+	}
 	for _, size := range []string{"3Mi", "1Ki", "big", "-4Mi"} {
 		if code := runCmd([]string{"--node-name", "n", "--state-dir", t.TempDir(), "--ring-buffer-size", size}); code != 2 {
 			t.Errorf("run --ring-buffer-size %s exited %d, want 2", size, code)

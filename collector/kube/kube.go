@@ -51,6 +51,8 @@ type Config struct {
 	// AllNodes watches every Node instead of this node's only, to name
 	// routing sources on other nodes (see startNodeWatch for the cost).
 	AllNodes bool
+	// Scope limits the pods observed (PodScope; the zero value: all).
+	Scope PodScope
 }
 
 // Stats counts watch events received, per resource: the cost the daemon

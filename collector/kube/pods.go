@@ -25,9 +25,11 @@ type podWatch struct {
 	k *Kube
 	// blind dates the deletions delivered while catching up on a failure.
 	blind blindWindow
+	// scope decides which pods are observed (Config.Scope).
+	scope scopeMemory
 }
 
-func newPodWatch(k *Kube) *podWatch { return &podWatch{k: k} }
+func newPodWatch(k *Kube) *podWatch { return &podWatch{k: k, scope: scopeMemory{scope: k.cfg.Scope}} }
 
 // start runs the informer and waits for its first list.
 func (w *podWatch) start(ctx context.Context) error {
@@ -72,7 +74,9 @@ func (w *podWatch) onAdd(obj any) {
 	w.k.health.received()
 	if pod, ok := obj.(*corev1.Pod); ok {
 		w.k.counts.pods.Add(1)
-		w.emit(pod)
+		if w.scope.admits(pod) {
+			w.emit(pod)
+		}
 	}
 }
 
@@ -84,8 +88,8 @@ func (w *podWatch) onUpdate(oldObj, newObj any) {
 	}
 	w.k.health.received()
 	w.k.counts.pods.Add(1)
-	if samePodButVersion(oldPod, pod) {
-		return // a change in a field the transform dropped
+	if samePodButVersion(oldPod, pod) || !w.scope.admits(pod) {
+		return // a change in a field the transform dropped, or out of scope
 	}
 	w.emit(pod)
 }
@@ -99,6 +103,9 @@ func (w *podWatch) onDelete(obj any) {
 		return
 	}
 	w.k.counts.pods.Add(1)
+	if !w.scope.forget(pod) {
+		return // never observed: out of scope
+	}
 	uid := string(pod.UID)
 	now := w.k.cfg.Now()
 	w.k.cfg.Sink.PodDeleted(collector.PodDeleted{Seen: now, UID: uid, BlindSince: w.blind.blindSince(now)})

@@ -62,6 +62,7 @@ func TestFullValuesRendering(t *testing.T) {
 	}
 	wantArgs := []any{"run", "--node-name=$(NODE_NAME)", "--listen=:9191", "--state-dir=/var/lib/dw",
 		"--pin-path=/sys/fs/bpf/dw", "--unpin-on-exit", "--log-level=debug", "--no-events", "--kubelet-comm=k3s-server,k3s-agent", "--keep-completed=24h", "--series-ttl=2h", "--watch-all-nodes",
+		"--namespaces=shop,web", "--exclude-namespaces=batch", "--pod-selector=tier!=canary",
 		"--auth=kubernetes", "--tls-cert-file=/etc/drainwatch/tls/tls.crt", "--tls-key-file=/etc/drainwatch/tls/tls.key"}
 	if diff := cmp.Diff(wantArgs, c["args"]); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)

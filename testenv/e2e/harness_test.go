@@ -65,13 +65,24 @@ func startDaemon(t *testing.T, rc *rest.Config, node, stateDir string) *nodeDaem
 // under pinPath (see daemon.Config.PinPath), so a restart resumes them.
 func startDaemonPinned(t *testing.T, rc *rest.Config, node, stateDir, pinPath string) *nodeDaemon {
 	t.Helper()
+	return startDaemonWith(t, rc, node, stateDir, pinPath, nil)
+}
+
+// startDaemonWith is startDaemonPinned with the configuration changed by
+// mod (nil: as it is).
+func startDaemonWith(t *testing.T, rc *rest.Config, node, stateDir, pinPath string, mod func(*daemon.Config)) *nodeDaemon {
+	t.Helper()
 	rc = rest.CopyConfig(rc)
 	rc.ContentType = "application/vnd.kubernetes.protobuf"
-	d, err := daemon.New(daemon.Config{
+	cfg := daemon.Config{
 		NodeName: node, Rest: rc, StateDir: stateDir, PinPath: pinPath,
 		Log:       logger(t, zerolog.InfoLevel).With().Str("node", node).Logger(),
 		Correlate: correlate.Config{KernelTail: time.Second},
-	})
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	d, err := daemon.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

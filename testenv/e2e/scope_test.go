@@ -121,4 +121,3 @@ func scopeWatched(t *testing.T, pinDir string, ino uint64) bool {
 	var flags uint8
 	return scopes.Lookup(scopeKey{ID: ino, Kind: 1}, &flags) == nil
 }
-

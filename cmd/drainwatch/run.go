@@ -35,8 +35,9 @@ type runFlags struct {
 	noEvents, unpinOnExit, tlsSelfSigned, allNodes     bool
 }
 
-func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
-	var f runFlags
+// runFlagSet builds `drainwatch run`'s flags into f without parsing
+// them (commands.go lists it for the CLI reference).
+func runFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("drainwatch run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (env NODE_NAME, from the downward API spec.nodeName)")
@@ -64,6 +65,12 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.StringVar(&f.seriesTTL, "series-ttl", envOr("DRAINWATCH_SERIES_TTL", exporter.DefaultSeriesTTL.String()),
 		"how long a revision's series (refused, killed, ... by namespace, workload and revision) stay in /metrics after its last termination; the series held, and the pod UIDs counted into them, follow from it (env DRAINWATCH_SERIES_TTL)")
 	fs.BoolVar(&f.allNodes, "watch-all-nodes", os.Getenv("DRAINWATCH_WATCH_ALL_NODES") == "true", "watch every Node (not only this one) so that the routing sources of a termination on other nodes, their kube-proxy and their pods, are named after their node instead of by address; a cluster-wide watch whose Node updates reach every daemon (env DRAINWATCH_WATCH_ALL_NODES=true)")
+	return fs
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
+	var f runFlags
+	fs := runFlagSet(&f, stderr)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}

@@ -105,12 +105,12 @@ check-tidy: ## Fail when go mod tidy would change go.mod or go.sum (the project'
 	  (cd $$dir && $(GO) mod tidy -diff) || { echo "$$dir: go.mod/go.sum are not tidy: run go mod tidy there and commit"; exit 1; }; \
 	done
 
-support-matrix: deps mounts vmkernel ## Run the kernel matrix and regenerate docs/support-matrix.{txt,md} and the README's table from it (make test fails when they differ).
+support-matrix: deps mounts vmkernel ## Run the kernel matrix and regenerate docs/support-matrix.{txt,md} and docs/support.md's table from it (make test fails when they differ).
 	rm -f $(CACHE)/matrix.txt
 	DRAINWATCH_VM_KERNELS=$(VM_KERNELS) DRAINWATCH_MATRIX_OUT=$(CACHE)/matrix.txt DRAINWATCH_MATRIX_REGENERATE=1 \
 	  $(GO) test -count=1 -run '^TestVMMatrix$$' ./collector/kernel/
 	cp $(CACHE)/matrix.txt docs/support-matrix.txt
-	$(GO) run ./testenv/cmd/supportmatrix -in docs/support-matrix.txt
+	$(GO) run ./testenv/cmd/supportmatrix -in docs/support-matrix.txt -doc docs/support-matrix.md -readme docs/support.md
 
 vmkernel: ## Fetch Debian's cloud kernels (once: 5.10, 6.1, 6.12 amd64; 6.1 arm64) for the kernel matrix under qemu.
 	@bash testenv/scripts/vm-kernel.sh $(VM_KERNELS) >/dev/null

@@ -16,7 +16,7 @@ import (
 // command of commands with its flags.
 var cliPage = filepath.Join("..", "..", "docs", "cli.md")
 
-// cliReference renders every command's flags, with the defaults a clean
+// cliReference renders the usage text and every command's flags, with the defaults a clean
 // environment gives (flags default to environment variables: NODE_NAME,
 // KUBECONFIG, DRAINWATCH_*, which the test unsets while it builds them).
 func cliReference(t *testing.T) string {
@@ -30,6 +30,7 @@ func cliReference(t *testing.T) string {
 		}
 	}
 	var b strings.Builder
+	b.WriteString("```\n" + usage + "```\n")
 	for _, c := range commands {
 		if c.flags == nil {
 			continue
@@ -37,7 +38,7 @@ func cliReference(t *testing.T) string {
 		b.WriteString("\n### drainwatch " + c.name + "\n\n")
 		b.WriteString(docpage.FlagsTable(c.flags(io.Discard)))
 	}
-	return strings.TrimPrefix(b.String(), "\n")
+	return b.String()
 }
 
 // TestCLIReference fails when docs/cli.md's flag tables differ from the

@@ -38,7 +38,7 @@ export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 export GOTOOLCHAIN ?= auto
 
 .PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane realnode \
-        vmkernel support-matrix helm opconfig vulncheck check-tidy test test-unit vet lab clean image bench scale fuzz fuzz-short fuzz-targets soak
+        vmkernel support-matrix docs helm opconfig vulncheck check-tidy test test-unit vet lab clean image bench scale fuzz fuzz-short fuzz-targets soak
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
@@ -105,12 +105,16 @@ check-tidy: ## Fail when go mod tidy would change go.mod or go.sum (the project'
 	  (cd $$dir && $(GO) mod tidy -diff) || { echo "$$dir: go.mod/go.sum are not tidy: run go mod tidy there and commit"; exit 1; }; \
 	done
 
-support-matrix: deps mounts vmkernel ## Run the kernel matrix and regenerate docs/support-matrix.{txt,md} and the README's table from it (make test fails when they differ).
+support-matrix: deps mounts vmkernel ## Run the kernel matrix and regenerate docs/support-matrix.{txt,md} and docs/support.md's table from it (make test fails when they differ).
 	rm -f $(CACHE)/matrix.txt
 	DRAINWATCH_VM_KERNELS=$(VM_KERNELS) DRAINWATCH_MATRIX_OUT=$(CACHE)/matrix.txt DRAINWATCH_MATRIX_REGENERATE=1 \
 	  $(GO) test -count=1 -run '^TestVMMatrix$$' ./collector/kernel/
 	cp $(CACHE)/matrix.txt docs/support-matrix.txt
-	$(GO) run ./testenv/cmd/supportmatrix -in docs/support-matrix.txt
+	$(GO) run ./testenv/cmd/supportmatrix -in docs/support-matrix.txt -doc docs/support-matrix.md -readme docs/support.md
+
+docs: ## Rewrite the generated reference pages from the code: metrics (docs/metrics.md), flags (docs/cli.md), chart values (docs/install.md).
+	$(GO) run ./tools/docgen
+	DRAINWATCH_WRITE_DOCS=1 $(GO) test -count=1 -run '^TestCLIReference$$' ./cmd/drainwatch
 
 vmkernel: ## Fetch Debian's cloud kernels (once: 5.10, 6.1, 6.12 amd64; 6.1 arm64) for the kernel matrix under qemu.
 	@bash testenv/scripts/vm-kernel.sh $(VM_KERNELS) >/dev/null

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"k8s.io/client-go/rest"
 
@@ -54,6 +55,9 @@ type Daemon struct {
 	relist relist
 	// state counts state-file resets and failed checkpoints.
 	state stateMetrics
+	// eventsDropped is drainwatch_events_dropped_total, registered by New
+	// (nil when Config.NoEvents).
+	eventsDropped *prometheus.CounterVec
 }
 
 // New checks the configuration; Run starts everything.
@@ -64,9 +68,11 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d := &Daemon{
 		cfg: cfg, log: cfg.Log, corr: correlate.New(cfg.Correlate), view: newTerminationView(cfg.CompletedInMemory, cfg.Log),
-		metrics: exporter.NewMetrics(exporter.Options{Now: cfg.Now, SeriesTTL: cfg.SeriesTTL}), api: make(chan apiEvent, apiBuffer),
+		api: make(chan apiEvent, apiBuffer),
 	}
-	d.state = newStateMetrics(d.metrics.Registry())
+	var dm daemonMetrics
+	d.metrics, dm = newMetrics(exporter.Options{Now: cfg.Now, SeriesTTL: cfg.SeriesTTL}, !cfg.NoEvents)
+	d.state, d.eventsDropped = dm.state, dm.eventsDropped
 	return d, nil
 }
 
@@ -179,10 +185,7 @@ func (d *Daemon) startKube(ctx context.Context, rest *rest.Config, errc chan<- e
 			return fmt.Errorf("creating the Events client: %w", err)
 		}
 		d.events = exporter.NewEventReporter(client, d.log.With().Str("component", "events").Logger(),
-			exporter.EventOptions{Node: d.cfg.NodeName})
-		if err := d.metrics.Registry().Register(d.events.Dropped()); err != nil {
-			return fmt.Errorf("registering drainwatch_events_dropped_total: %w", err)
-		}
+			exporter.EventOptions{Node: d.cfg.NodeName, Dropped: d.eventsDropped})
 	}
 	go func() { errc <- api.Run(ctx) }()
 	return nil

@@ -19,7 +19,7 @@ import (
 // another format version, rebuilds them from the stored terminations: only
 // those within the TTL count, as before, so a live series that also counted
 // older ones restarts lower. That, and a copy of the state directory older
-// than the last run, are the cases the README names where a series falls
+// than the last run, are the cases docs/metrics.md names where a series falls
 // (Prometheus takes it for a counter reset).
 
 // restoreCompleted loads the stored complete terminations into the API view

@@ -83,7 +83,7 @@ drainwatch_terminations_total{cause="unknown",namespace="shop",outcome="refused"
 
 // TestCountersRebuiltFromAnOlderStore: a store without saved counters (an
 // older drainwatch) rebuilds them from the terminations within the TTL. It
-// is the one case the README names where a _total series falls: the
+// is the one case docs/metrics.md names where a _total series falls: the
 // previous run exposed 49 (both terminations; the series was live), the
 // restarted daemon 5 (the first one is beyond the TTL and not counted
 // again). Prometheus takes the fall for a counter reset.
@@ -106,7 +106,7 @@ func TestCountersRebuiltFromAnOlderStore(t *testing.T) {
 // TestCountersFromAnOlderCopyOfTheStore: the state directory restored from
 // a copy taken after the first termination (44) and before the second (5)
 // brings back the copy's counters, 44, where the last run exposed 49: the
-// README's other case of a falling series. Nothing is counted twice.
+// docs/metrics.md's other case of a falling series. Nothing is counted twice.
 func TestCountersFromAnOlderCopyOfTheStore(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	now := t0.Add(time.Second)

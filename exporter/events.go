@@ -68,6 +68,9 @@ type EventOptions struct {
 	// RetryEvery spaces the tries of an Event the API server could not be
 	// reached for; 10 s when zero (tests shorten it).
 	RetryEvery time.Duration
+	// Dropped counts the Events not posted (NewEventsDropped, registered by
+	// the daemon with its other collectors); a counter of its own when nil.
+	Dropped *prometheus.CounterVec
 }
 
 // EventClient is what the EventReporter uses of the API: Events, and the
@@ -133,7 +136,10 @@ func NewEventReporter(client EventClient, log zerolog.Logger, opts EventOptions)
 	}
 	b := record.NewBroadcaster(record.WithCorrelatorOptions(opts.Correlator),
 		record.WithSleepDuration(cmp.Or(opts.RetryEvery, eventRetryEvery)))
-	dropped := newDroppedEvents()
+	dropped := opts.Dropped
+	if dropped == nil {
+		dropped = NewEventsDropped()
+	}
 	b.StartRecordingToSink(newCountingSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")}, dropped))
 	ctx, stop := context.WithCancel(context.Background())
 	r := &EventReporter{

@@ -134,7 +134,9 @@ func (s *countingSink) forgetOldest() {
 	s.dropped.WithLabelValues(DropUnreachable).Inc()
 }
 
-func newDroppedEvents() *prometheus.CounterVec {
+// NewEventsDropped is drainwatch_events_dropped_total, the counter an
+// EventReporter counts the Events it did not post into (EventOptions.Dropped).
+func NewEventsDropped() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "drainwatch_events_dropped_total",
 		Help: "Warning Events drainwatch did not post, by reason: api_unreachable (retried " +
 			"12 times, 10 s apart), rejected (by the API server), queue_full, workload_unknown."},

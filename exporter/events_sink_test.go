@@ -121,7 +121,7 @@ func (failingSink) Patch(*corev1.Event, []byte) (*corev1.Event, error) {
 // for one, while the Event being retried keeps its tries and is counted
 // once, after its last.
 func TestRetriedEventsBoundedWithoutForgettingDrops(t *testing.T) {
-	dropped := newDroppedEvents()
+	dropped := NewEventsDropped()
 	s := newCountingSink(failingSink{}, dropped)
 	abandoned := make([]*corev1.Event, maxRetried+10)
 	for i := range abandoned {

@@ -18,25 +18,37 @@ import (
 // uninstall (or use run --unpin-on-exit); it refuses pins a running daemon
 // holds.
 func cleanupCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("drainwatch cleanup", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	pinPath := fs.String("pin-path", envOr("DRAINWATCH_PIN_PATH", daemon.DefaultPinPath), "the pin path drainwatch run used (env DRAINWATCH_PIN_PATH)")
-	node := fs.String("node-name", "", "remove only this node's pins (default: every node's under --pin-path)")
+	fs, pinPath, node := cleanupFlagSet(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
-	if fs.NArg() > 0 || *pinPath == "" {
+	return cleanup(fs, *pinPath, *node, stdout, stderr)
+}
+
+// cleanupFlagSet builds `drainwatch cleanup`'s flags without parsing them
+// (commands.go lists it for the CLI reference).
+func cleanupFlagSet(stderr io.Writer) (fs *flag.FlagSet, pinPath, node *string) {
+	fs = flag.NewFlagSet("drainwatch cleanup", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pinPath = fs.String("pin-path", envOr("DRAINWATCH_PIN_PATH", daemon.DefaultPinPath), "the pin path drainwatch run used (env DRAINWATCH_PIN_PATH)")
+	node = fs.String("node-name", "", "remove only this node's pins (default: every node's under --pin-path)")
+	return fs, pinPath, node
+}
+
+// cleanup removes the pins under pinPath (of node, or of every node).
+func cleanup(fs *flag.FlagSet, pinPath, node string, stdout, stderr io.Writer) int {
+	if fs.NArg() > 0 || pinPath == "" {
 		fmt.Fprintln(stderr, "drainwatch cleanup: takes --pin-path (non-empty) and --node-name only")
 		return 2
 	}
-	if err := checkPinRoot(*pinPath, isMountRoot); err != nil {
+	if err := checkPinRoot(pinPath, isMountRoot); err != nil {
 		fmt.Fprintln(stderr, "drainwatch cleanup:", err)
 		return 2
 	}
-	dirs, err := pinDirs(*pinPath, *node)
+	dirs, err := pinDirs(pinPath, node)
 	if err != nil {
 		fmt.Fprintln(stderr, "drainwatch cleanup:", err)
 		return 1
@@ -50,8 +62,8 @@ func cleanupCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, "removed", dir)
 	}
-	if *node == "" && code == 0 {
-		_ = os.Remove(*pinPath)
+	if node == "" && code == 0 {
+		_ = os.Remove(pinPath)
 	}
 	return code
 }

@@ -33,8 +33,9 @@ type doctorFlags struct {
 	output, nodeName, kubeconfig, pinPath, cgroupRoot string
 }
 
-func parseDoctorFlags(args []string, stderr io.Writer) (doctorFlags, error) {
-	var f doctorFlags
+// doctorFlagSet builds `drainwatch doctor`'s flags into f without parsing
+// them (commands.go lists it for the CLI reference).
+func doctorFlagSet(f *doctorFlags, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("drainwatch doctor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.output, "output", "text", "text (one line per check) or json")
@@ -42,6 +43,12 @@ func parseDoctorFlags(args []string, stderr io.Writer) (doctorFlags, error) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file; empty: in-cluster config when in a pod, else API checks are skipped (env KUBECONFIG)")
 	fs.StringVar(&f.pinPath, "pin-path", envOr("DRAINWATCH_PIN_PATH", daemon.DefaultPinPath), "the bpffs directory drainwatch run pins to (env DRAINWATCH_PIN_PATH)")
 	fs.StringVar(&f.cgroupRoot, "cgroup-root", os.Getenv("DRAINWATCH_CGROUP_ROOT"), "cgroup2 mount; empty: found in /proc/self/mountinfo (env DRAINWATCH_CGROUP_ROOT)")
+	return fs
+}
+
+func parseDoctorFlags(args []string, stderr io.Writer) (doctorFlags, error) {
+	var f doctorFlags
+	fs := doctorFlagSet(&f, stderr)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}

@@ -3,7 +3,8 @@
 // terminations.
 //
 // main only dispatches to subcommands; each lives in its own file
-// (trace.go, run.go, timeline.go, cleanup.go) and returns its exit code.
+// (trace.go, run.go, timeline.go, cleanup.go, doctor.go) and returns its
+// exit code; commands.go lists them with their flag sets.
 package main
 
 import (

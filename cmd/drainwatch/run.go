@@ -37,8 +37,9 @@ type runFlags struct {
 	noEvents, unpinOnExit, tlsSelfSigned, allNodes     bool
 }
 
-func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
-	var f runFlags
+// runFlagSet builds `drainwatch run`'s flags into f without parsing
+// them (commands.go lists it for the CLI reference).
+func runFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("drainwatch run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (env NODE_NAME, from the downward API spec.nodeName)")
@@ -69,6 +70,12 @@ func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
 	fs.StringVar(&f.namespaces, "namespaces", os.Getenv("DRAINWATCH_NAMESPACES"), "observe only the pods of these namespaces (comma-separated); empty: every namespace. Pods out of scope are never watched in the kernel and none of their terminations is recorded (env DRAINWATCH_NAMESPACES)")
 	fs.StringVar(&f.excludeNamespaces, "exclude-namespaces", os.Getenv("DRAINWATCH_EXCLUDE_NAMESPACES"), "leave out the pods of these namespaces (comma-separated), e.g. kube-system or a noisy batch namespace (env DRAINWATCH_EXCLUDE_NAMESPACES)")
 	fs.StringVar(&f.podSelector, "pod-selector", os.Getenv("DRAINWATCH_POD_SELECTOR"), "observe only pods whose labels match this selector (kubectl syntax: app=web,tier!=batch); a pod is decided when first seen and stays observed until deleted (env DRAINWATCH_POD_SELECTOR)")
+	return fs
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (runFlags, error) {
+	var f runFlags
+	fs := runFlagSet(&f, stderr)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}

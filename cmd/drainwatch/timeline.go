@@ -44,8 +44,9 @@ func (u *urlList) Set(v string) error {
 	return nil
 }
 
-func parseTimelineFlags(args []string, stderr io.Writer) (timelineFlags, error) {
-	var f timelineFlags
+// timelineFlagSet builds `drainwatch timeline`'s flags into f without parsing
+// them (commands.go lists it for the CLI reference).
+func timelineFlagSet(f *timelineFlags, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("drainwatch timeline", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Var(&f.urls, "url", "a daemon's address (https://NODE:9090, or http:// for one without TLS), repeatable; without it every daemon is asked through the API server's pod proxy, which carries no credential to them; no redirect is followed")
@@ -74,6 +75,12 @@ func parseTimelineFlags(args []string, stderr io.Writer) (timelineFlags, error) 
 		"since the peer could be anyone and a token works against the API server too (a daemon run with --auth=kubernetes answers 401): "+
 		"pass --certificate-authority instead")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up on the daemons after this long")
+	return fs
+}
+
+func parseTimelineFlags(args []string, stderr io.Writer) (timelineFlags, error) {
+	var f timelineFlags
+	fs := timelineFlagSet(&f, stderr)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}

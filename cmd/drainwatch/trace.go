@@ -25,8 +25,9 @@ type traceFlags struct {
 	pid                             int
 }
 
-func parseTraceFlags(args []string, stderr io.Writer) (traceFlags, error) {
-	var f traceFlags
+// traceFlagSet builds `drainwatch trace`'s flags into f without parsing
+// them (commands.go lists it for the CLI reference).
+func traceFlagSet(f *traceFlags, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("drainwatch trace", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.netns, "netns", "", "network namespace to watch: a path (/run/netns/NAME, /proc/PID/ns/net) or an inode number")
@@ -34,6 +35,12 @@ func parseTraceFlags(args []string, stderr io.Writer) (traceFlags, error) {
 	fs.IntVar(&f.pid, "pid", 0, "watch this process's network namespace and cgroup")
 	fs.StringVar(&f.format, "format", "json", "json (one object per line) or text")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error (logs go to stderr)")
+	return fs
+}
+
+func parseTraceFlags(args []string, stderr io.Writer) (traceFlags, error) {
+	var f traceFlags
+	fs := traceFlagSet(&f, stderr)
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}

@@ -19,7 +19,7 @@ type matrixFeature struct {
 	// nothing: in flight from unread bytes at teardown without recv/send.
 	weaker []string
 	// optional: the feature may be unavailable on a kernel without failing
-	// the suite (the README says where); a count it does report must still
+	// the suite (docs/support.md says where); a count it does report must still
 	// be exact.
 	optional bool
 }

@@ -130,7 +130,7 @@ func TestDaemonSetLeastPrivilege(t *testing.T) {
 		c.Env[1].Name != "GOMEMLIMIT" || c.Env[1].ValueFrom.ResourceFieldRef.Resource != "limits.memory" {
 		t.Errorf("env %+v, want NODE_NAME from spec.nodeName and GOMEMLIMIT from limits.memory", c.Env)
 	}
-	// The highest measured VmRSS is 87 MiB (README, "Memory"): the request
+	// The highest measured VmRSS is 87 MiB (docs/development/cost.md, "Memory"): the request
 	// covers it with 10 %.
 	if req := c.Resources.Requests.Memory(); req.Cmp(resource.MustParse("96Mi")) < 0 {
 		t.Errorf("memory request %s, want at least 96Mi (the highest measured VmRSS, 87 MiB, plus 10 %%)", req)

@@ -21,7 +21,7 @@ import (
 
 // TestRSSWith110Pods runs the real `drainwatch run` binary for a node with
 // 110 running pods (the kubelet's default maximum) and reports its resident
-// memory once it has seen and watched them (README, "Memory"). It bounds the
+// memory once it has seen and watched them (docs/development/cost.md, "Memory"). It bounds the
 // anonymous part, which is what the daemon's own state costs: the
 // file-backed part is the executable's clean page cache, whose resident
 // share follows readahead and the page cache's state, not the code.
@@ -64,7 +64,7 @@ func TestRSSWith110Pods(t *testing.T) {
 	t.Logf("drainwatch run with 110 pods on its node: VmRSS %.1f MiB (anonymous %.1f, file-backed %.1f), VmHWM %.1f MiB (log %s)",
 		mib(mem.rss), mib(mem.anon), mib(mem.file), mib(mem.hwm), logf.Name())
 	if mem.anon > maxAnonKiB110Pods {
-		t.Errorf("anonymous memory %.1f MiB with 110 pods, want at most %.1f MiB (measured 12.8-14.0 MiB: README, Memory)",
+		t.Errorf("anonymous memory %.1f MiB with 110 pods, want at most %.1f MiB (measured 12.8-14.0 MiB: docs/development/cost.md, Memory)",
 			mib(mem.anon), mib(maxAnonKiB110Pods))
 	}
 }

@@ -1,6 +1,7 @@
 // Command supportmatrix turns the kernel matrix's MATRIX lines (printed by
 // collector/kernel TestVMMatrix, collected with DRAINWATCH_MATRIX_OUT) into
-// docs/support-matrix.md and the README's table between its markers:
+// docs/support-matrix.md and the table between the markers of docs/support.md
+// (Kernel and Kubernetes support):
 //
 //	DRAINWATCH_MATRIX_OUT=/tmp/matrix.txt make test   # or go test -run VMMatrix
 //	go run ./testenv/cmd/supportmatrix -in /tmp/matrix.txt
@@ -15,7 +16,7 @@ import (
 func main() {
 	in := flag.String("in", "", "file of MATRIX lines (DRAINWATCH_MATRIX_OUT)")
 	doc := flag.String("doc", "docs/support-matrix.md", "page to write")
-	readme := flag.String("readme", "README.md", "README whose table between the markers is replaced")
+	readme := flag.String("readme", "docs/support.md", "page whose table between the markers is replaced")
 	flag.Parse()
 	if err := run(*in, *doc, *readme); err != nil {
 		fmt.Fprintln(os.Stderr, "supportmatrix:", err)

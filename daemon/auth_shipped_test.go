@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/drainwatch/drainwatch/daemon"
 	"github.com/drainwatch/drainwatch/testenv/controlplane"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
+	"github.com/drainwatch/drainwatch/testenv/promtest"
 	"github.com/drainwatch/drainwatch/testenv/shipped"
 )
 
@@ -87,8 +89,37 @@ func TestShippedDefaultsRefuseUnauthenticated(t *testing.T) {
 					t.Errorf("GET %s as %s: %d, want %d", c.path, c.who, got, c.want)
 				}
 			}
+			if name == "chart" {
+				scrapeAsOperator(ctx, t, in, cfg.NodeName, l.Addr().String())
+			}
 		})
 	}
+}
+
+// scrapeAsOperator runs Debian's Prometheus with the operator's
+// configuration for the chart's PodMonitor (its CA, serverName and the
+// scraper's token) and waits for its scrape of the daemon: up 1, the
+// daemon's own series labelled with its node.
+func scrapeAsOperator(ctx context.Context, t *testing.T, in *shipped.Install, node, addr string) {
+	t.Helper()
+	config, err := in.PrometheusConfig(ctx, []shipped.Target{{Node: node, Addr: addr}}, nil)
+	must(t, err)
+	prom, err := promtest.Launch(ctx, promtest.Options{Dir: filepath.Join(t.TempDir(), "prometheus"), Config: config})
+	must(t, err)
+	t.Cleanup(prom.Stop)
+	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got, err := prom.QueryWhen(qctx, `up{job="drainwatch/drainwatch"}`, func(s []promtest.Sample) bool { return len(s) == 1 && s[0].Value == 1 })
+	if err != nil {
+		log, _ := os.ReadFile(prom.LogFile)
+		t.Fatalf("Prometheus with the operator's configuration never scraped the daemon: %v\nconfig:\n%s\nlog:\n%s", err, config, log)
+	}
+	build, err := prom.Query(ctx, "drainwatch_build_info")
+	must(t, err)
+	if len(build) != 1 || build[0].Labels["node"] != node {
+		t.Errorf("drainwatch_build_info %v, want one series with node=%s", build, node)
+	}
+	t.Logf("scraped over TLS with the scraper's token: %v", got[0].Labels)
 }
 
 // servingConfig turns a DaemonSet's serving flags into the daemon's

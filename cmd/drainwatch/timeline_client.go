@@ -30,7 +30,7 @@ func (f timelineFlags) urlClient(base string) (*http.Client, error) {
 	cfg := &rest.Config{}
 	if u.Scheme == "https" {
 		cfg = f.daemonCredentials()
-		cfg.TLSClientConfig = rest.TLSClientConfig{CAFile: f.caFile, Insecure: f.insecure}
+		cfg.TLSClientConfig = rest.TLSClientConfig{CAFile: f.caFile, Insecure: f.insecure, ServerName: f.serverName}
 	}
 	cfg.WrapTransport = refuseRedirects
 	client, err := rest.HTTPClientFor(cfg)

@@ -168,7 +168,7 @@ func (f timelineFlags) daemons(ctx context.Context) ([]exporter.Daemon, error) {
 			if err != nil {
 				return nil, err
 			}
-			ds[i] = exporter.URLDaemon(u, client)
+			ds[i] = audienceHint{exporter.URLDaemon(u, client)}
 		}
 		return ds, nil
 	}

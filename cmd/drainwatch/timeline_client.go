@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/drainwatch/drainwatch/daemon"
 	"github.com/drainwatch/drainwatch/exporter"
 )
 
@@ -89,6 +90,23 @@ func (d proxiedDaemon) Terminations(ctx context.Context, q url.Values) (exporter
 	if apierrors.IsUnauthorized(err) {
 		err = fmt.Errorf("%w: the API server's pod proxy carries no credentials to the daemon (run with --auth=kubernetes); "+
 			"ask it directly: --url https://NODE:9090 --certificate-authority CA.crt", err)
+	}
+	return list, err
+}
+
+// audienceHint is a --url daemon. Its 401 says which token it takes: a
+// daemon run with --auth=kubernetes serves its API only to a token bound to
+// the drainwatch audience, which a kubeconfig's token (the API server's
+// audience) is not; kubectl create token makes one for a ServiceAccount
+// bound to the terminations reader.
+type audienceHint struct{ exporter.Daemon }
+
+func (d audienceHint) Terminations(ctx context.Context, q url.Values) (exporter.TerminationList, error) {
+	list, err := d.Daemon.Terminations(ctx, q)
+	if apierrors.IsUnauthorized(err) {
+		err = fmt.Errorf("%w: the daemon (--auth=kubernetes) takes a token bound to the %s audience, verified with "+
+			"--certificate-authority: --token \"$(kubectl create token NAME -n NAMESPACE --audience %s)\" for a ServiceAccount "+
+			"bound to the terminations reader ClusterRole", err, daemon.TokenAudience, daemon.TokenAudience)
 	}
 	return list, err
 }

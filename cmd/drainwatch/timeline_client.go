@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -103,7 +105,8 @@ type audienceHint struct{ exporter.Daemon }
 
 func (d audienceHint) Terminations(ctx context.Context, q url.Values) (exporter.TerminationList, error) {
 	list, err := d.Daemon.Terminations(ctx, q)
-	if apierrors.IsUnauthorized(err) {
+	// exporter.URLDaemon's error quotes the response's status line.
+	if err != nil && strings.Contains(err.Error(), ": "+strconv.Itoa(http.StatusUnauthorized)+" "+http.StatusText(http.StatusUnauthorized)) {
 		err = fmt.Errorf("%w: the daemon (--auth=kubernetes) takes a token bound to the %s audience, verified with "+
 			"--certificate-authority: --token \"$(kubectl create token NAME -n NAMESPACE --audience %s)\" for a ServiceAccount "+
 			"bound to the terminations reader ClusterRole", err, daemon.TokenAudience, daemon.TokenAudience)

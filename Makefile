@@ -159,7 +159,7 @@ fuzz-targets:
 	listed="$$(printf '%s\n' $(FUZZ_TARGETS) | sort)"; \
 	[ "$$found" = "$$listed" ] || { printf 'FUZZ_TARGETS lists:\n%s\nthe tree has:\n%s\n' "$$listed" "$$found"; exit 1; }
 
-lab: deps mounts controlplane realnode build ## The seeds' experiment and a rolling update, end to end, on stand-in nodes and a real node (root).
+lab: deps mounts controlplane realnode helm opconfig build ## The seeds' experiment and a rolling update, end to end, on stand-in nodes and a real node (root).
 	$(GO) run ./testenv/cmd/lab
 
 SCALE_FLAGS ?=

@@ -77,12 +77,24 @@ func newKubeAuth(rc *rest.Config, log zerolog.Logger) (*kubeAuth, error) {
 	return &kubeAuth{authn: authn, authz: authz, log: log}, nil
 }
 
+// TokenAudience is the audience a token must be bound to for the daemon's
+// API and /ui (`kubectl create token NAME --audience drainwatch`, or
+// TokenRequest's spec.audiences). A token the API server accepts for itself
+// is refused there: a daemon that receives such a token could replay it
+// against the API server, and one bound to this audience works nowhere
+// else. /metrics also accepts the API server's own audience: Prometheus
+// scrapes with its ServiceAccount's token.
+const TokenAudience = "drainwatch"
+
+// readAudiences are TokenAudience as the token authenticator takes it.
+var readAudiences = authenticator.Audiences{TokenAudience}
+
 // protect serves next only to a request whose bearer token the API server
-// accepts (else 401) and whose user RBAC allows it (else 403, see
-// attributesFor).
+// accepts for the path's audience (else 401, see authenticate) and whose
+// user RBAC allows it (else 403, see attributesFor).
 func (a *kubeAuth) protect(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res, ok, err := a.authn.AuthenticateRequest(r)
+		res, ok, err := a.authenticate(r)
 		if err != nil || !ok {
 			a.log.Debug().Err(err).Str("path", r.URL.Path).Msg("unauthenticated request refused")
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
@@ -99,6 +111,20 @@ func (a *kubeAuth) protect(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// authenticate asks the API server about the request's token: bound to
+// TokenAudience for every path, or, for /metrics only, to the API server's
+// own audiences (a TokenReview naming none: its --api-audiences). The
+// authenticator's cache keys include the audiences, so each answer is
+// cached on its own.
+func (a *kubeAuth) authenticate(r *http.Request) (*authenticator.Response, bool, error) {
+	if r.URL.Path == "/metrics" {
+		if res, ok, err := a.authn.AuthenticateRequest(r); ok && err == nil {
+			return res, true, nil
+		}
+	}
+	return a.authn.AuthenticateRequest(r.WithContext(authenticator.WithAudiences(r.Context(), readAudiences)))
 }
 
 // APIGroup is the API group of the virtual resource "terminations" that

@@ -21,6 +21,7 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -34,7 +35,10 @@ import (
 // TestProtectedEndpoints: against a real API server with RBAC, a daemon
 // with --auth=kubernetes over TLS refuses a request without a token (401)
 // and a ServiceAccount without a binding (403), serves one bound to the
-// chart's reader ClusterRole (200), keeps /healthz and /readyz open, and
+// chart's reader ClusterRole (200) — the API and /ui only with a token bound
+// to the drainwatch audience, /metrics with the API server's audience too
+// (401 for the API server's audience on the API: a token the daemon could
+// replay against the API server) — keeps /healthz and /readyz open, and
 // serves a renewed certificate to the next connection.
 func TestProtectedEndpoints(t *testing.T) {
 	if testing.Short() {
@@ -62,8 +66,12 @@ func TestProtectedEndpoints(t *testing.T) {
 	must(t, wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true,
 		func(context.Context) (bool, error) { return tlsGet(t, firstCA, base+"/readyz", "") == 200, nil }))
 
-	denied := serviceAccountToken(ctx, t, cp.Client, "dw-unbound", "")
-	reader := serviceAccountToken(ctx, t, cp.Client, "dw-reader", "drainwatch-reader")
+	denied := serviceAccountToken(ctx, t, cp.Client, "dw-unbound", "", daemon.TokenAudience)
+	reader := serviceAccountToken(ctx, t, cp.Client, "dw-reader", "drainwatch-reader", daemon.TokenAudience)
+	// The same ServiceAccount's token for the API server's own audience (a
+	// TokenRequest naming none), and one for another audience.
+	readerAPIServer := serviceAccountToken(ctx, t, cp.Client, "dw-reader", "", "")
+	readerOther := serviceAccountToken(ctx, t, cp.Client, "dw-reader", "", "vault")
 	for _, c := range []struct {
 		path, token string
 		want        int
@@ -82,6 +90,12 @@ func TestProtectedEndpoints(t *testing.T) {
 		{"/api/v1/terminations", reader, 200},
 		{"/api/v1/terminations/some-uid", reader, 404},
 		{"/ui", reader, 200},
+		{"/metrics", readerAPIServer, 200},
+		{"/api/v1/terminations", readerAPIServer, 401},
+		{"/api/v1/terminations/some-uid", readerAPIServer, 401},
+		{"/ui", readerAPIServer, 401},
+		{"/metrics", readerOther, 401},
+		{"/api/v1/terminations", readerOther, 401},
 	} {
 		if got := tlsGet(t, firstCA, base+c.path, c.token); got != c.want {
 			t.Errorf("GET %s (token %q…): %d, want %d", c.path, prefix(c.token), got, c.want)
@@ -98,12 +112,15 @@ func TestProtectedEndpoints(t *testing.T) {
 	}
 }
 
-// serviceAccountToken creates a ServiceAccount, binds it to a ClusterRole
-// that may GET the daemon's paths when role is set, and returns a token.
-func serviceAccountToken(ctx context.Context, t *testing.T, cs kubernetes.Interface, name, role string) string {
+// serviceAccountToken creates a ServiceAccount unless it exists, binds it
+// to a ClusterRole that may GET the daemon's paths when role is set, and
+// returns a token bound to audience (empty: the API server's own).
+func serviceAccountToken(ctx context.Context, t *testing.T, cs kubernetes.Interface, name, role, audience string) string {
 	t.Helper()
 	_, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	must(t, err)
+	if !apierrors.IsAlreadyExists(err) {
+		must(t, err)
+	}
 	if role != "" {
 		_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 			ObjectMeta: metav1.ObjectMeta{Name: role},
@@ -120,7 +137,11 @@ func serviceAccountToken(ctx context.Context, t *testing.T, cs kubernetes.Interf
 		}, metav1.CreateOptions{})
 		must(t, err)
 	}
-	tok, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	req := &authnv1.TokenRequest{}
+	if audience != "" {
+		req.Spec.Audiences = []string{audience}
+	}
+	tok, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, req, metav1.CreateOptions{})
 	must(t, err)
 	return tok.Status.Token
 }

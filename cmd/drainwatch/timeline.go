@@ -27,7 +27,7 @@ type timelineFlags struct {
 	timeout                         time.Duration
 	follow                          bool
 	interval                        time.Duration
-	token, caFile                   string
+	token, caFile, serverName       string
 	insecure                        bool
 }
 
@@ -71,6 +71,8 @@ func timelineFlagSet(f *timelineFlags, stderr io.Writer) *flag.FlagSet {
 		"sent only to an https daemon whose certificate is verified: refused with an http:// --url or --insecure-skip-tls-verify")
 	fs.StringVar(&f.caFile, "certificate-authority", "", "CA certificate (PEM) that signed the --url daemons' serving certificate (default: the system's roots)")
 	fs.StringVar(&f.caFile, "ca-file", "", "same as --certificate-authority")
+	fs.StringVar(&f.serverName, "tls-server-name", "", "the name the --url daemons' certificate is checked for, when the URL's host is not in it: "+
+		"the chart's certificate names the metrics Service, drainwatch-metrics.drainwatch.svc (default: the URL's host)")
 	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the --url daemons' certificate; then no credential is sent, "+
 		"since the peer could be anyone and a token works against the API server too (a daemon run with --auth=kubernetes answers 401): "+
 		"pass --certificate-authority instead")
@@ -173,7 +175,7 @@ func (f timelineFlags) daemons(ctx context.Context) ([]exporter.Daemon, error) {
 			if err != nil {
 				return nil, err
 			}
-			ds[i] = exporter.URLDaemon(u, client)
+			ds[i] = audienceHint{exporter.URLDaemon(u, client)}
 		}
 		return ds, nil
 	}

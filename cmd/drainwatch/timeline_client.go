@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -12,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/drainwatch/drainwatch/daemon"
 	"github.com/drainwatch/drainwatch/exporter"
 )
 
@@ -30,7 +33,7 @@ func (f timelineFlags) urlClient(base string) (*http.Client, error) {
 	cfg := &rest.Config{}
 	if u.Scheme == "https" {
 		cfg = f.daemonCredentials()
-		cfg.TLSClientConfig = rest.TLSClientConfig{CAFile: f.caFile, Insecure: f.insecure}
+		cfg.TLSClientConfig = rest.TLSClientConfig{CAFile: f.caFile, Insecure: f.insecure, ServerName: f.serverName}
 	}
 	cfg.WrapTransport = refuseRedirects
 	client, err := rest.HTTPClientFor(cfg)
@@ -89,6 +92,24 @@ func (d proxiedDaemon) Terminations(ctx context.Context, q url.Values) (exporter
 	if apierrors.IsUnauthorized(err) {
 		err = fmt.Errorf("%w: the API server's pod proxy carries no credentials to the daemon (run with --auth=kubernetes); "+
 			"ask it directly: --url https://NODE:9090 --certificate-authority CA.crt", err)
+	}
+	return list, err
+}
+
+// audienceHint is a --url daemon. Its 401 says which token it takes: a
+// daemon run with --auth=kubernetes serves its API only to a token bound to
+// the drainwatch audience, which a kubeconfig's token (the API server's
+// audience) is not; kubectl create token makes one for a ServiceAccount
+// bound to the terminations reader.
+type audienceHint struct{ exporter.Daemon }
+
+func (d audienceHint) Terminations(ctx context.Context, q url.Values) (exporter.TerminationList, error) {
+	list, err := d.Daemon.Terminations(ctx, q)
+	// exporter.URLDaemon's error quotes the response's status line.
+	if err != nil && strings.Contains(err.Error(), ": "+strconv.Itoa(http.StatusUnauthorized)+" "+http.StatusText(http.StatusUnauthorized)) {
+		err = fmt.Errorf("%w: the daemon (--auth=kubernetes) takes a token bound to the %s audience, verified with "+
+			"--certificate-authority: --token \"$(kubectl create token NAME -n NAMESPACE --audience %s)\" for a ServiceAccount "+
+			"bound to the terminations reader ClusterRole", err, daemon.TokenAudience, daemon.TokenAudience)
 	}
 	return list, err
 }

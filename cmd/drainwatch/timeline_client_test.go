@@ -56,6 +56,8 @@ current-context: x
 		{[]string{"--kubeconfig", kubeconfig, "--insecure-skip-tls-verify"}, 1, "401"},
 		{[]string{"--kubeconfig", filepath.Join(dir, "none"), "--ca-file", ca}, 1, "401"},
 		{[]string{"--token", "wrong", "--ca-file", ca}, 1, "401"},
+		// The 401 says which token the daemon takes.
+		{[]string{"--token", "wrong", "--ca-file", ca}, 1, `takes a token bound to the drainwatch audience, verified with --certificate-authority: --token "$(kubectl create token NAME -n NAMESPACE --audience drainwatch)"`},
 		{[]string{"--token", "s3cret"}, 1, "certificate"},
 	} {
 		var out, errOut strings.Builder

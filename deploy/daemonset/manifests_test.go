@@ -122,7 +122,8 @@ func TestDaemonSetLeastPrivilege(t *testing.T) {
 	if !reflect.DeepEqual(sc.Capabilities.Add, want) || !reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("capabilities add %v drop %v, want add %v drop [ALL]", sc.Capabilities.Add, sc.Capabilities.Drop, want)
 	}
-	wantArgs := []string{"run", "--node-name=$(NODE_NAME)", "--listen=:9090", "--state-dir=/var/lib/drainwatch"}
+	wantArgs := []string{"run", "--node-name=$(NODE_NAME)", "--listen=:9090", "--state-dir=/var/lib/drainwatch",
+		"--auth=kubernetes", "--tls-cert-file=/etc/drainwatch/tls/tls.crt", "--tls-key-file=/etc/drainwatch/tls/tls.key"}
 	if !reflect.DeepEqual(c.Args, wantArgs) {
 		t.Errorf("args %v, want %v", c.Args, wantArgs)
 	}
@@ -143,7 +144,7 @@ func TestDaemonSetLeastPrivilege(t *testing.T) {
 		readOnly[m.MountPath] = m.ReadOnly
 	}
 	wantRO := map[string]bool{"/sys/kernel/btf": true, "/sys/fs/cgroup": true, "/sys/kernel/tracing": true,
-		"/sys/fs/bpf": false, "/var/lib/drainwatch": false}
+		"/sys/fs/bpf": false, "/var/lib/drainwatch": false, "/etc/drainwatch/tls": true}
 	if !reflect.DeepEqual(readOnly, wantRO) {
 		t.Errorf("mounts (path: readOnly) %v, want %v", readOnly, wantRO)
 	}

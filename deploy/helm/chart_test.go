@@ -32,12 +32,15 @@ var helmOnlyLabels = []string{"app.kubernetes.io/instance", "app.kubernetes.io/m
 
 // TestDefaultRenderingIsTheKustomizeBase: `helm install drainwatch -n
 // drainwatch` and `kubectl apply -k deploy/daemonset/base` create the same
-// objects, but for the Namespace (helm --create-namespace makes it) and
-// Helm's release labels.
+// objects, but for the Namespace (helm --create-namespace makes it), Helm's
+// release labels and the serving certificate's Secret, which the chart
+// generates and the base cannot (checkGeneratedTLS).
 func TestDefaultRenderingIsTheKustomizeBase(t *testing.T) {
 	chartObjs := objects(t, template(t))
 	baseObjs := objects(t, kustomize(t, "../daemonset/base"))
 	delete(baseObjs, "Namespace/drainwatch")
+	checkGeneratedTLS(t, chartObjs["Secret/drainwatch-tls"], "drainwatch-metrics.drainwatch.svc")
+	delete(chartObjs, "Secret/drainwatch-tls")
 	for _, o := range chartObjs {
 		labels := o.GetLabels()
 		for _, l := range helmOnlyLabels {

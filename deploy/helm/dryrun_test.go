@@ -36,9 +36,12 @@ func TestServerSideDryRun(t *testing.T) {
 	ensureNamespace(ctx, t, cp.Client)
 	dir := t.TempDir()
 	// The default rendering's objects are the kustomize base's but the
-	// Namespace; the full values add the PodMonitor, the PrometheusRule and
-	// the dashboard's ConfigMap; the overlay is the base's with the
-	// PodMonitor and the PrometheusRule.
+	// Namespace, plus the generated TLS Secret; the recommended values add
+	// the PodMonitor and its scraper's ServiceAccount, token Secret and
+	// binding; the full values (their own TLS Secret) add the PodMonitor,
+	// the scraper, the PrometheusRule and the dashboard's ConfigMap; the
+	// overlay is the base's with the PodMonitor, the scraper and the
+	// PrometheusRule.
 	renderings := map[string][]byte{
 		"default": template(t), "full": template(t, fullValues), "recommended": template(t, recommendedValues),
 		"kustomize overlay": kustomize(t, "../daemonset/overlays/prometheus-operator"),
@@ -58,7 +61,7 @@ func TestServerSideDryRun(t *testing.T) {
 			}
 		}
 		out = strings.Join(lines, "\n")
-		want := map[string]int{"default": 8, "full": 15, "recommended": 12, "kustomize overlay": 11}[name]
+		want := map[string]int{"default": 9, "full": 15, "recommended": 13, "kustomize overlay": 14}[name]
 		if n := strings.Count(out, "(server dry run)"); n != want || strings.Count(out, "\n")+1 != want {
 			t.Errorf("%s: %d objects passed the dry run, want %d:\n%s", name, n, want, out)
 		}

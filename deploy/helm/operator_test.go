@@ -48,7 +48,11 @@ func TestOperatorConfigKeepsDrainwatchLabels(t *testing.T) {
 	createDaemonPod(ctx, t, cp.Client, port)
 
 	dir := t.TempDir()
-	honored := objects(t, template(t, "--set", "podMonitor.enabled=true", "--set", "podMonitor.interval=1s"))["PodMonitor/drainwatch"]
+	// The labels alone: the opt-out values (plain HTTP, no token), since
+	// the fake daemon serves neither; the lab scrapes real daemons with the
+	// shipped TLS and token (testenv/shipped).
+	honored := objects(t, template(t, "--set", "podMonitor.enabled=true", "--set", "podMonitor.interval=1s",
+		"--set", "auth=none", "--set", "tls.generate=false"))["PodMonitor/drainwatch"]
 	plain := honored.DeepCopy()
 	plain.SetName("drainwatch-without-honorlabels")
 	plain.Object["spec"].(map[string]any)["podMetricsEndpoints"].([]any)[0].(map[string]any)["honorLabels"] = false

@@ -72,6 +72,13 @@ func TestRealNodeHelmInstall(t *testing.T) {
 	}
 	t.Logf("DaemonSet pod %s Ready on %s (%s)", dwPod.Name, dwPod.Spec.NodeName, dwPod.Status.PodIP)
 	metrics := e.metricsURL(ctx, t, release, release+"-metrics") // the chart's headless Service
+	// The chart's defaults: TLS with its generated certificate, and
+	// --auth=kubernetes: a scrape without a token is refused, one with a
+	// metrics reader's token (as Prometheus' own) is served.
+	anonymous, reader := e.metricsClient(ctx, t, release, false), e.metricsClient(ctx, t, release, true)
+	if code := getStatus(ctx, t, anonymous, metrics); code != http.StatusUnauthorized {
+		t.Errorf("GET %s without a token: %d, want 401 (the chart's default --auth=kubernetes)", metrics, code)
+	}
 
 	ns := unique("e2e-rn-helm")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeNaive, 1)
@@ -94,7 +101,7 @@ func TestRealNodeHelmInstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := e.waitScraped(ctx, t, metrics, ns)
+	got := e.waitScraped(ctx, t, reader, metrics, ns)
 	t.Logf("clients: work %s ready %s slow %s, refused %d; kubelet's probes refused %d; /metrics: %+v",
 		client.Summarize(res.Work), client.Summarize(res.Readiness), res.Slow.Outcome, want, probes, got)
 	// The real kubelet tears the pod's sandbox down within the clients'
@@ -261,7 +268,7 @@ func (e *realNodeEnv) metricsURL(ctx context.Context, t *testing.T, ns, service 
 		if err == nil && len(slices.Items) == 1 {
 			s := slices.Items[0]
 			if len(s.Endpoints) == 1 && len(s.Ports) == 1 && s.Endpoints[0].Conditions.Ready != nil && *s.Endpoints[0].Conditions.Ready {
-				return fmt.Sprintf("http://%s:%d/metrics", s.Endpoints[0].Addresses[0], *s.Ports[0].Port)
+				return fmt.Sprintf("https://%s:%d/metrics", s.Endpoints[0].Addresses[0], *s.Ports[0].Port)
 			}
 		}
 		select {
@@ -277,8 +284,7 @@ type scraped struct{ terminations, refused, killed, probes int }
 
 // scrape reads url from the fabric, as Prometheus would, and sums the
 // namespace's series.
-func (e *realNodeEnv) scrape(ctx context.Context, url, ns string) (scraped, error) {
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: e.c.Dial}}
+func (e *realNodeEnv) scrape(ctx context.Context, c *http.Client, url, ns string) (scraped, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return scraped{}, err
@@ -311,14 +317,14 @@ func (e *realNodeEnv) scrape(ctx context.Context, url, ns string) (scraped, erro
 
 // waitScraped scrapes url until the namespace's termination is counted
 // (drainwatch_terminations_total counts complete terminations).
-func (e *realNodeEnv) waitScraped(ctx context.Context, t *testing.T, url, ns string) scraped {
+func (e *realNodeEnv) waitScraped(ctx context.Context, t *testing.T, c *http.Client, url, ns string) scraped {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	var last scraped
 	var err error
 	for {
-		if last, err = e.scrape(ctx, url, ns); err == nil && last.terminations > 0 {
+		if last, err = e.scrape(ctx, c, url, ns); err == nil && last.terminations > 0 {
 			return last
 		}
 		select {

@@ -81,3 +81,18 @@ func skipOrFail(t testing.TB, format string, args ...any) {
 	}
 	t.Skip(msg)
 }
+
+// Path is the cached tool name of dir (e.g. "helm-"+HelmVersion, "helm")
+// for callers without a testing.TB (the lab); fix is the make target that
+// builds it, named in the error.
+func Path(dir, name, fix string) (string, error) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(root, ".cache", dir, name)
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("%s missing: run %s", path, fix)
+	}
+	return path, nil
+}

@@ -5,10 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/drainwatch/drainwatch/testenv/chromium"
 )
@@ -49,7 +53,7 @@ func (l *Lab) writeMetrics(ctx context.Context) error {
 	var errs []error
 	for _, d := range l.Daemons {
 		var b bytes.Buffer
-		if _, err := httpGet(ctx, d.URL+"/metrics", &b); err != nil {
+		if _, err := httpGet(ctx, d.Client, d.URL+"/metrics", &b); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -73,8 +77,15 @@ func (l *Lab) writeScreenshots(ctx context.Context) error {
 				continue
 			}
 			file := filepath.Join(l.cfg.Out, "screenshots", fileName(run.Name)+"-"+d.Node+".png")
-			u := d.URL + "/ui?namespace=" + url.QueryEscape(run.Namespace)
-			if err := chromium.Screenshot(ctx, u, file, 1000, pageHeight(n)); err != nil {
+			base, stop, err := uiProxy(d)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			u := base + "/ui?namespace=" + url.QueryEscape(run.Namespace)
+			err = chromium.Screenshot(ctx, u, file, 1000, pageHeight(n))
+			stop()
+			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
@@ -90,4 +101,26 @@ func pageHeight(n int) int { return min(160+n*400, 8000) }
 // fileName turns a scenario name into a file name.
 func fileName(name string) string {
 	return strings.NewReplacer("/", "_", " ", "_", "(", "", ")", "").Replace(name)
+}
+
+// uiProxy is the address chromium reads d's /ui at: d's own without TLS;
+// with the shipped values a loopback reverse proxy that verifies d and
+// adds the lab's token, since chromium sends no Authorization header.
+func uiProxy(d *Daemon) (string, func(), error) {
+	if !strings.HasPrefix(d.URL, "https://") {
+		return d.URL, func() {}, nil
+	}
+	target, err := url.Parse(d.URL)
+	if err != nil {
+		return "", nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("the /ui proxy's listener: %w", err)
+	}
+	p := httputil.NewSingleHostReverseProxy(target)
+	p.Transport = d.Client.Transport
+	srv := &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + l.Addr().String(), func() { _ = srv.Close() }, nil
 }

@@ -14,16 +14,22 @@ import (
 	"time"
 
 	"github.com/drainwatch/drainwatch/exporter"
+	"github.com/drainwatch/drainwatch/testenv/shipped"
 )
 
 // Daemon is one node's drainwatch: the real `drainwatch run` binary as its
 // own process, serving on 127.0.0.1 only, with its own state directory.
 type Daemon struct {
 	Node string
-	URL  string // "http://127.0.0.1:<port>"
+	URL  string // "http://127.0.0.1:<port>", https:// with DaemonSpec.Shipped
 	Log  string // its stderr (JSON lines)
-	cmd  *exec.Cmd
-	done chan error
+	// Addr is the listener's host:port.
+	Addr string
+	// Client reads the daemon: plain, or verifying the shipped CA and
+	// sending DaemonSpec.Token.
+	Client *http.Client
+	cmd    *exec.Cmd
+	done   chan error
 }
 
 // DaemonSpec is what StartDaemon needs to run one node's daemon.
@@ -40,6 +46,11 @@ type DaemonSpec struct {
 	// Args are more flags for `drainwatch run` (the soak's
 	// --keep-completed).
 	Args []string
+	// Shipped, when set, serves as the chart's shipped values do
+	// (--auth=kubernetes, TLS with the generated certificate), read with
+	// Token (bound to the drainwatch audience).
+	Shipped *shipped.Install
+	Token   string
 }
 
 // StartDaemon runs `drainwatch run` for a node and waits until /readyz
@@ -50,7 +61,14 @@ func StartDaemon(ctx context.Context, s DaemonSpec) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Daemon{Node: s.Node, URL: "http://" + addr, Log: filepath.Join(s.Dir, s.Node+".log"), done: make(chan error, 1)}
+	d := &Daemon{Node: s.Node, URL: "http://" + addr, Addr: addr, Log: filepath.Join(s.Dir, s.Node+".log"),
+		Client: http.DefaultClient, done: make(chan error, 1)}
+	if s.Shipped != nil {
+		d.URL = "https://" + addr
+		if d.Client, err = s.Shipped.Client(s.Token); err != nil {
+			return nil, err
+		}
+	}
 	logf, err := os.Create(d.Log)
 	if err != nil {
 		return nil, fmt.Errorf("creating the log of %s's daemon: %w", s.Node, err)
@@ -73,6 +91,9 @@ func StartDaemon(ctx context.Context, s DaemonSpec) (*Daemon, error) {
 	if s.WatchAllNodes {
 		args = append(args, "--watch-all-nodes")
 	}
+	if s.Shipped != nil {
+		args = append(args, s.Shipped.DaemonArgs...)
+	}
 	args = append(args, s.Args...)
 	d.cmd = exec.Command(s.Bin, args...)
 	d.cmd.Stdout, d.cmd.Stderr = logf, logf
@@ -93,7 +114,7 @@ func (d *Daemon) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for {
-		if code, _ := httpGet(ctx, d.URL+"/readyz", io.Discard); code == http.StatusOK {
+		if code, _ := httpGet(ctx, d.Client, d.URL+"/readyz", io.Discard); code == http.StatusOK {
 			return nil
 		}
 		select {
@@ -135,15 +156,15 @@ func exitErr(d *Daemon, err error) error {
 func (d *Daemon) PID() int { return d.cmd.Process.Pid }
 
 // API is the daemon as the exporter's clients reach it.
-func (d *Daemon) API() exporter.Daemon { return exporter.URLDaemon(d.URL, http.DefaultClient) }
+func (d *Daemon) API() exporter.Daemon { return exporter.URLDaemon(d.URL, d.Client) }
 
-// httpGet GETs url into w and returns the status code.
-func httpGet(ctx context.Context, url string, w io.Writer) (int, error) {
+// httpGet GETs url with c into w and returns the status code.
+func httpGet(ctx context.Context, c *http.Client, url string, w io.Writer) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, fmt.Errorf("GET %s: %w", url, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("GET %s: %w", url, err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/drainwatch/drainwatch/testenv/node"
 	"github.com/drainwatch/drainwatch/testenv/promtest"
 	"github.com/drainwatch/drainwatch/testenv/realnode"
+	"github.com/drainwatch/drainwatch/testenv/shipped"
 )
 
 // Config configures a lab run.
@@ -56,6 +57,12 @@ type Lab struct {
 	// RealNode is the real node when Config.RealNode.
 	RealNode *realnode.Node
 	Prom     *promtest.Server
+	// Shipped is what the chart's shipped values install for serving and
+	// scraping: the daemons run with its flags and certificate, Prometheus
+	// with the operator's configuration for its PodMonitor.
+	Shipped *shipped.Install
+	// readerToken reads the daemons' API (the drainwatch audience).
+	readerToken string
 	// promStart is when Prometheus first scraped both daemons: the
 	// dashboard check's range starts there.
 	promStart  time.Time
@@ -116,6 +123,9 @@ func (l *Lab) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := l.installShipped(ctx); err != nil {
+		return err
+	}
 	if err := l.startDaemons(ctx); err != nil {
 		return err
 	}
@@ -133,7 +143,7 @@ func (l *Lab) startDaemons(ctx context.Context) error {
 	}
 	for _, name := range l.nodeNames() {
 		d, err := StartDaemon(ctx, DaemonSpec{Bin: l.cfg.Drainwatch, Node: name, Kubeconfig: l.Cluster.Kubeconfig,
-			CgroupRoot: root, Dir: dir, WatchAllNodes: true})
+			CgroupRoot: root, Dir: dir, WatchAllNodes: true, Shipped: l.Shipped, Token: l.readerToken})
 		if err != nil {
 			return err
 		}
@@ -143,34 +153,52 @@ func (l *Lab) startDaemons(ctx context.Context) error {
 	return nil
 }
 
-// startPrometheus runs Debian's Prometheus scraping the daemons every
-// second, each target labelled with its node as the shipped PodMonitor
-// does, and evaluating the shipped alert rules every second; its data and
+// installShipped applies what the chart's shipped values install for
+// serving and scraping (testenv/shipped; the PodMonitor's interval 1 s,
+// the lab's) and gets the lab's reader token.
+func (l *Lab) installShipped(ctx context.Context) error {
+	var err error
+	if l.Shipped, err = shipped.Apply(ctx, l.Cluster.CP, filepath.Join(l.cfg.Out, "shipped"), "podMonitor.interval=1s"); err != nil {
+		return fmt.Errorf("installing the shipped values' TLS and scraper: %w", err)
+	}
+	if l.readerToken, err = l.Shipped.ReaderToken(ctx, "lab-reader"); err != nil {
+		return err
+	}
+	l.progress.Step("shipped values: daemons serve with %v, scraped as %s", l.Shipped.DaemonArgs, l.Shipped.ServerName)
+	return nil
+}
+
+// startPrometheus runs Debian's Prometheus with the configuration the
+// Prometheus Operator generates for the chart's PodMonitor (TLS verified
+// with the generated CA, the scraper's token; each target labelled with
+// its node by the PodMonitor's relabelling), scraping the daemons every
+// second and evaluating the shipped alert rules every second; its data and
 // log in <out>/prometheus.
 func (l *Lab) startPrometheus(ctx context.Context) error {
-	targets := make([]string, len(l.Daemons))
-	labels := map[string]map[string]string{}
+	targets := make([]shipped.Target, len(l.Daemons))
 	for i, d := range l.Daemons {
-		targets[i] = d.URL[len("http://"):]
-		labels[targets[i]] = map[string]string{"node": d.Node}
+		targets[i] = shipped.Target{Node: d.Node, Addr: d.Addr}
 	}
 	rules, err := repoFile(alertRules)
 	if err != nil {
 		return err
 	}
-	l.Prom, err = promtest.Launch(ctx, promtest.Options{Dir: filepath.Join(l.cfg.Out, "prometheus"), Targets: targets,
-		TargetLabels: labels, RuleFiles: []string{rules}})
+	config, err := l.Shipped.PrometheusConfig(ctx, targets, []string{rules})
 	if err != nil {
 		return err
 	}
-	up := fmt.Sprintf(`sum(up{job="drainwatch"}) == %d`, len(targets))
+	l.Prom, err = promtest.Launch(ctx, promtest.Options{Dir: filepath.Join(l.cfg.Out, "prometheus"), Config: config})
+	if err != nil {
+		return err
+	}
+	up := fmt.Sprintf(`sum(up{job="drainwatch/drainwatch"}) == %d`, len(targets))
 	qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if _, err := l.Prom.QueryWhen(qctx, up, nonEmpty); err != nil {
 		return fmt.Errorf("prometheus never scraped both daemons: %w (log %s)", err, l.Prom.LogFile)
 	}
 	l.promStart = time.Now()
-	l.progress.Step("prometheus at %s scrapes both daemons every second, rules %s", l.Prom.URL, rules)
+	l.progress.Step("prometheus at %s scrapes the daemons every second over TLS with the scraper's token (the operator's configuration for the chart's PodMonitor), rules %s", l.Prom.URL, rules)
 	return nil
 }
 

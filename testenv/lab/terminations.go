@@ -109,6 +109,13 @@ func (l *Lab) timelineCLI(ctx context.Context, ns string, vs []exporter.Terminat
 	for _, d := range l.Daemons {
 		args = append(args, "--url="+d.URL)
 	}
+	if l.Shipped != nil {
+		// As the README says a user reaches daemons installed with the
+		// shipped values: their CA, the certificate's name, a token bound
+		// to the drainwatch audience.
+		args = append(args, "--certificate-authority="+l.Shipped.CAFile, "--tls-server-name="+l.Shipped.ServerName,
+			"--token="+l.readerToken)
+	}
 	out, err := exec.CommandContext(ctx, l.cfg.Drainwatch, args...).Output()
 	if err != nil {
 		return fmt.Sprintf("(drainwatch timeline failed: %v; the exporter's text instead)\n%s", err, timelineText(vs))

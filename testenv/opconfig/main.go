@@ -16,13 +16,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
-	"github.com/prometheus-operator/prometheus-operator/pkg/assets"
 	"github.com/prometheus-operator/prometheus-operator/pkg/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -31,9 +31,10 @@ import (
 func main() {
 	version := flag.String("prometheus-version", "v2.42.0", "version of the Prometheus that loads the config")
 	interval := flag.String("scrape-interval", "1s", "the Prometheus resource's scrapeInterval")
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig_file for every kubernetes_sd_config (a Prometheus outside the cluster)")
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig_file for every kubernetes_sd_config (a Prometheus outside the cluster); the API server the referenced Secrets are read from")
+	tlsAssets := flag.String("tls-assets-dir", "", "with -kubeconfig: write the TLS assets here (the operator's /etc/prometheus/certs) and name them there")
 	flag.Parse()
-	cfg, err := generate(flag.Args(), *version, *interval)
+	cfg, err := generate(flag.Args(), *version, *interval, *kubeconfig, *tlsAssets)
 	if err == nil && *kubeconfig != "" {
 		cfg, err = withKubeconfig(cfg, *kubeconfig)
 	}
@@ -45,10 +46,19 @@ func main() {
 }
 
 // generate runs the operator's ConfigGenerator for the PodMonitors in files.
-func generate(files []string, version, interval string) ([]byte, error) {
+func generate(files []string, version, interval, kubeconfig, tlsAssets string) ([]byte, error) {
 	pMons, err := readPodMonitors(files)
 	if err != nil {
 		return nil, err
+	}
+	store, err := newStore(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if kubeconfig != "" {
+		if err := loadAssets(context.Background(), store, pMons); err != nil {
+			return nil, err
+		}
 	}
 	p := &monitoringv1.Prometheus{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-prometheus-stack", Namespace: "monitoring"},
@@ -61,10 +71,14 @@ func generate(files []string, version, interval string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config generator: %w", err)
 	}
-	cfg, err := cg.GenerateServerConfiguration(p, nil, pMons, nil, nil,
-		assets.NewStoreBuilder(nil, nil), nil, nil, nil, nil)
+	cfg, err := cg.GenerateServerConfiguration(p, nil, pMons, nil, nil, store, nil, nil, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("generating the configuration: %w", err)
+	}
+	if tlsAssets != "" {
+		if cfg, err = writeAssets(cfg, store, tlsAssets); err != nil {
+			return nil, err
+		}
 	}
 	return expandEnv(cfg, p), nil
 }

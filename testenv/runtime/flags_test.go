@@ -13,7 +13,7 @@ func TestFlagsFromManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	flags, err := Flags(ds, map[string]string{"/var/lib/drainwatch": "/tmp/state"})
+	flags, err := Flags(ds, map[string]string{"/var/lib/drainwatch": "/tmp/state", "secret:drainwatch-tls": "/tmp/tls"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,8 @@ func TestFlagsFromManifest(t *testing.T) {
 		"--mount type=bind,src=/sys/fs/cgroup,dst=/sys/fs/cgroup,options=rbind:rprivate:ro " +
 		"--mount type=bind,src=/sys/kernel/tracing,dst=/sys/kernel/tracing,options=rbind:rprivate:ro " +
 		"--mount type=bind,src=/sys/fs/bpf,dst=/sys/fs/bpf,options=rbind:rprivate:rw " +
-		"--mount type=bind,src=/tmp/state,dst=/var/lib/drainwatch,options=rbind:rprivate:rw"
+		"--mount type=bind,src=/tmp/state,dst=/var/lib/drainwatch,options=rbind:rprivate:rw " +
+		"--mount type=bind,src=/tmp/tls,dst=/etc/drainwatch/tls,options=rbind:rprivate:ro"
 	if got := strings.Join(flags, " "); got != want {
 		t.Fatalf("flags\n got %s\nwant %s", got, want)
 	}

@@ -95,7 +95,13 @@ func containerFlags(t *testing.T, dir string) []string {
 	if err := os.MkdirAll(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	flags, err := Flags(ds, map[string]string{"/var/lib/drainwatch": state})
+	// The serving certificate's Secret: trace does not serve, an empty
+	// directory stands in for it.
+	secret := filepath.Join(dir, "tls")
+	if err := os.MkdirAll(secret, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	flags, err := Flags(ds, map[string]string{"/var/lib/drainwatch": state, "secret:drainwatch-tls": secret})
 	if err != nil {
 		t.Fatal(err)
 	}

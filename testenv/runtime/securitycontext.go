@@ -32,7 +32,8 @@ func ReadDaemonSet(path string) (*appsv1.DaemonSet, error) {
 // RuntimeDefault (the CRI and ctr --seccomp both apply
 // contrib/seccomp.WithDefaultProfile), a read-only root, no new
 // privileges, the host PID namespace and the same bind mounts. hostPaths
-// maps a host path to the one the test uses instead (the state directory);
+// maps a host path to the one the test uses instead (the state directory),
+// and "secret:<name>" to the directory holding a Secret volume's files;
 // anything ctr cannot express is an error, never silently dropped.
 func Flags(ds *appsv1.DaemonSet, hostPaths map[string]string) ([]string, error) {
 	pod := ds.Spec.Template.Spec
@@ -119,10 +120,19 @@ func mountFlags(pod corev1.PodSpec, c corev1.Container, hostPaths map[string]str
 	var flags []string
 	for _, m := range c.VolumeMounts {
 		v, ok := vols[m.Name]
-		if !ok || v.HostPath == nil {
-			return nil, fmt.Errorf("volumeMount %s: not a hostPath volume", m.Name)
+		var src string
+		switch {
+		case ok && v.HostPath != nil:
+			src = v.HostPath.Path
+		case ok && v.Secret != nil:
+			// A Secret's files (the serving certificate) come from the
+			// directory hostPaths names for "secret:<name>".
+			if src, ok = hostPaths["secret:"+v.Secret.SecretName]; !ok {
+				return nil, fmt.Errorf("volumeMount %s: Secret %s without a directory (hostPaths[%q])", m.Name, v.Secret.SecretName, "secret:"+v.Secret.SecretName)
+			}
+		default:
+			return nil, fmt.Errorf("volumeMount %s: neither a hostPath nor a Secret volume", m.Name)
 		}
-		src := v.HostPath.Path
 		if alt, ok := hostPaths[src]; ok {
 			src = alt
 		}

@@ -35,5 +35,35 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 
 {{/* The probes' scheme: HTTPS when the daemon serves TLS (the kubelet does not verify the certificate). */}}
 {{- define "drainwatch.probeScheme" -}}
-{{- if or .Values.tls.secretName .Values.tls.selfSigned -}}, scheme: HTTPS{{- end -}}
+{{- if include "drainwatch.tlsEnabled" . -}}, scheme: HTTPS{{- end -}}
+{{- end -}}
+
+{{/* The Secret the daemons' serving certificate is mounted from: tls.secretName, else the chart's own (cert-manager's Certificate or the generated one); empty with tls.selfSigned or without TLS. */}}
+{{- define "drainwatch.tlsSecretName" -}}
+{{- if .Values.tls.secretName -}}
+{{ .Values.tls.secretName }}
+{{- else if or .Values.tls.certManager.enabled .Values.tls.generate -}}
+{{ include "drainwatch.fullname" . }}-tls
+{{- end -}}
+{{- end -}}
+
+{{/* The name in the serving certificate that scrapers and clients verify: the metrics Service's. */}}
+{{- define "drainwatch.tlsServerName" -}}
+{{ include "drainwatch.fullname" . }}-metrics.{{ .Release.Namespace }}.svc
+{{- end -}}
+
+{{/* Whether the daemons serve HTTPS. */}}
+{{- define "drainwatch.tlsEnabled" -}}
+{{- if or (include "drainwatch.tlsSecretName" .) .Values.tls.selfSigned -}}true{{- end -}}
+{{- end -}}
+
+{{/* The PodMonitor's default tlsConfig: the CA in the serving certificate's Secret (ca.crt, as cert-manager and the generated Secret hold it) and the name the certificate carries; a self-signed daemon allows no verification. */}}
+{{- define "drainwatch.scrapeTLSConfig" -}}
+{{- with include "drainwatch.tlsSecretName" . -}}
+ca:
+  secret: {name: {{ . }}, key: ca.crt}
+serverName: {{ include "drainwatch.tlsServerName" $ }}
+{{- else -}}
+insecureSkipVerify: true
+{{- end -}}
 {{- end -}}

@@ -41,9 +41,11 @@ type Daemon struct {
 	http2   http2Pods
 	metrics *exporter.Metrics
 	view    *terminationView
-	api     chan apiEvent
-	sink    apiSink                 // into api until the API side stops
-	events  *exporter.EventReporter // nil when Config.NoEvents
+	// startups is the HTTP side's copy of the new pods' startups.
+	startups *startupView
+	api      chan apiEvent
+	sink     apiSink                 // into api until the API side stops
+	events   *exporter.EventReporter // nil when Config.NoEvents
 
 	completed []correlate.Termination // since the last checkpoint
 	counters  loopCounters
@@ -64,7 +66,8 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d := &Daemon{
 		cfg: cfg, log: cfg.Log, corr: correlate.New(cfg.Correlate), view: newTerminationView(cfg.CompletedInMemory, cfg.Log),
-		metrics: exporter.NewMetrics(exporter.Options{Now: cfg.Now, SeriesTTL: cfg.SeriesTTL}), api: make(chan apiEvent, apiBuffer),
+		startups: &startupView{},
+		metrics:  exporter.NewMetrics(exporter.Options{Now: cfg.Now, SeriesTTL: cfg.SeriesTTL}), api: make(chan apiEvent, apiBuffer),
 	}
 	d.state = newStateMetrics(d.metrics.Registry())
 	return d, nil

@@ -70,7 +70,7 @@ func startDaemonPinned(t *testing.T, rc *rest.Config, node, stateDir, pinPath st
 	d, err := daemon.New(daemon.Config{
 		NodeName: node, Rest: rc, StateDir: stateDir, PinPath: pinPath,
 		Log:       logger(t, zerolog.InfoLevel).With().Str("node", node).Logger(),
-		Correlate: correlate.Config{KernelTail: time.Second},
+		Correlate: correlate.Config{KernelTail: time.Second, StartupWindow: startupWindow},
 	})
 	if err != nil {
 		t.Fatal(err)

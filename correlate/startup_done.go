@@ -103,3 +103,28 @@ func earliestSet(ts ...time.Time) time.Time {
 	}
 	return out
 }
+
+// check reports whether a startup read back from disk is one this
+// correlator can run on: times sane, counts not negative, lists within
+// their bounds.
+func (st *startupState) check(now time.Time) error {
+	if st == nil {
+		return nil
+	}
+	s := &st.S
+	m := s.Marks
+	for _, t := range []time.Time{m.Created, m.ContainerStarted, m.FirstListener, m.Ready, m.FirstAccept, m.WindowEnd} {
+		if !saneTime(t, now) {
+			return fmt.Errorf("time %s", t)
+		}
+	}
+	n := s.Counts
+	switch {
+	case n.RefusedBeforeReady < 0 || n.RefusedAfterReady < 0 || n.ResetAfterReady < 0 || n.ProbeRefused < 0:
+		return fmt.Errorf("counts %+v", n)
+	case len(st.Pending) > maxPending || len(s.Listeners) > maxStartupPorts || len(s.RefusedPorts) > maxStartupPorts ||
+		len(st.Settled) > maxTrackedCookies || len(st.Remotes) > maxTrackedCookies || len(s.PartialReasons) > maxRestoredRows:
+		return fmt.Errorf("lists over their bounds")
+	}
+	return nil
+}

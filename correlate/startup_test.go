@@ -163,3 +163,30 @@ func TestStartupPartialOnGap(t *testing.T) {
 		t.Fatalf("startups %+v, want partial events_lost", got)
 	}
 }
+
+// A startup in progress survives a snapshot and a restore; a restored one
+// with a negative count is refused.
+func TestStartupRestored(t *testing.T) {
+	c := New(Config{})
+	feed(c, started()[:8]) // Ready seen, one refusal after it
+	st, err := c.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Check(ms(5000)); err != nil {
+		t.Fatal(err)
+	}
+	r := New(Config{})
+	if err := r.Restore(st); err != nil {
+		t.Fatal(err)
+	}
+	feed(r, started()[8:])
+	got := r.TakeStartups(ms(70000))
+	if len(got) != 1 || got[0].Counts != (StartupCounts{RefusedBeforeReady: 2, RefusedAfterReady: 2, ProbeRefused: 1}) {
+		t.Fatalf("restored startups %+v", got)
+	}
+	st.Pods[podA].Startup.S.Counts.RefusedAfterReady = -1
+	if err := st.Check(ms(5000)); err == nil {
+		t.Error("a negative startup count passed the check")
+	}
+}

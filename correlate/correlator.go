@@ -101,6 +101,9 @@ func (c *Correlator) BindNetns(podUID string, ino uint32) {
 	// binding wins.
 	p.NetnsIno = ino
 	c.idx.Netns[ino] = podUID
+	if p.Startup != nil {
+		p.Startup.S.NetnsBound = true
+	}
 }
 
 // BindCgroup records the cgroup id of one container of a pod.

@@ -30,12 +30,15 @@ type Startup struct {
 	// Listeners are the ports the pod first listened on, with when
 	// (bounded by maxStartupPorts); RefusedPorts the ports client SYNs
 	// were refused on after Ready.
-	Listeners      []PortMark  `json:"listeners,omitempty"`
-	RefusedPorts   []uint16    `json:"refused_ports,omitempty"`
-	Diagnoses      []Diagnosis `json:"diagnoses,omitempty"`
-	Partial        bool        `json:"partial,omitempty"`
-	PartialReasons []string    `json:"partial_reasons,omitempty"`
-	Complete       bool        `json:"complete,omitempty"`
+	Listeners    []PortMark  `json:"listeners,omitempty"`
+	RefusedPorts []uint16    `json:"refused_ports,omitempty"`
+	Diagnoses    []Diagnosis `json:"diagnoses,omitempty"`
+	// NetnsBound: the kernel watches the pod's network namespace (its
+	// events count from then on); a startup never bound is partial.
+	NetnsBound     bool     `json:"netns_bound,omitempty"`
+	Partial        bool     `json:"partial,omitempty"`
+	PartialReasons []string `json:"partial_reasons,omitempty"`
+	Complete       bool     `json:"complete,omitempty"`
 }
 
 // StartupMarks are a startup's marks. Created is the pod's
@@ -107,5 +110,6 @@ const (
 // Partial reasons of a startup.
 const (
 	StartupPendingOverflow = "pending_overflow"
+	StartupNetnsNotBound   = PartialNetnsUnbound
 	StartupEventsLost      = "events_lost"
 )

@@ -52,6 +52,9 @@ func (c *Correlator) finishStartup(p *podState) Startup {
 	st.Pending = nil
 	s := c.evaluateStartup(st)
 	s.Complete = true
+	if !s.NetnsBound {
+		addStartupPartial(&s, StartupNetnsNotBound)
+	}
 	return s
 }
 

@@ -190,3 +190,13 @@ func TestStartupRestored(t *testing.T) {
 		t.Error("a negative startup count passed the check")
 	}
 }
+
+// A startup whose network namespace was never bound saw nothing: partial.
+func TestStartupNetnsNotBound(t *testing.T) {
+	c := New(Config{})
+	feed(c, []any{newPod(podA, true, false, ms(0)), newPod(podA, true, true, ms(1000))})
+	got := c.TakeStartups(ms(70000))
+	if len(got) != 1 || !got[0].Partial || got[0].PartialReasons[0] != PartialNetnsUnbound || got[0].NetnsBound {
+		t.Fatalf("startups %+v, want partial %s", got, PartialNetnsUnbound)
+	}
+}

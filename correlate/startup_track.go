@@ -22,6 +22,7 @@ func (c *Correlator) startupPod(p *podState, seen time.Time, firstSight bool) {
 		}
 		p.Startup = &startupState{S: Startup{PodUID: pod.UID, Window: c.cfg.StartupWindow}}
 		p.Startup.S.Marks.Created = pod.Created
+		p.Startup.S.NetnsBound = p.NetnsIno != 0
 	}
 	st := p.Startup
 	st.S.Namespace, st.S.Pod, st.S.Workload = pod.Namespace, pod.Name, pod.Workload

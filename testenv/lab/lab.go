@@ -133,7 +133,7 @@ func (l *Lab) startDaemons(ctx context.Context) error {
 	}
 	for _, name := range l.nodeNames() {
 		d, err := StartDaemon(ctx, DaemonSpec{Bin: l.cfg.Drainwatch, Node: name, Kubeconfig: l.Cluster.Kubeconfig,
-			CgroupRoot: root, Dir: dir, WatchAllNodes: true})
+			CgroupRoot: root, Dir: dir, WatchAllNodes: true, Args: []string{"--startup-window=" + labStartupWindow.String()}})
 		if err != nil {
 			return err
 		}

@@ -30,9 +30,14 @@ type Startup struct {
 	// Listeners are the ports the pod first listened on, with when
 	// (bounded by maxStartupPorts); RefusedPorts the ports client SYNs
 	// were refused on after Ready.
-	Listeners    []PortMark  `json:"listeners,omitempty"`
-	RefusedPorts []uint16    `json:"refused_ports,omitempty"`
-	Diagnoses    []Diagnosis `json:"diagnoses,omitempty"`
+	Listeners    []PortMark `json:"listeners,omitempty"`
+	RefusedPorts []uint16   `json:"refused_ports,omitempty"`
+	// Resets are the first resets after Ready (bounded by
+	// maxStartupPorts): when, the pod's port, the kernel's RST reason and
+	// whether a socket sent it (else it answered a segment no socket
+	// wanted).
+	Resets    []ResetMark `json:"resets,omitempty"`
+	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
 	// NetnsBound: the kernel watches the pod's network namespace (its
 	// events count from then on); a startup never bound is partial.
 	NetnsBound     bool     `json:"netns_bound,omitempty"`
@@ -66,6 +71,14 @@ type StartupCounts struct {
 	ProbeRefused int `json:"probe_refused"`
 }
 
+// ResetMark is one reset of a startup.
+type ResetMark struct {
+	At     time.Time `json:"at"`
+	Port   uint16    `json:"port"`
+	Reason uint32    `json:"reason"`
+	Socket bool      `json:"socket,omitempty"`
+}
+
 // PortMark is a port and when it first listened.
 type PortMark struct {
 	Port uint16    `json:"port"`
@@ -89,9 +102,11 @@ type startupState struct {
 
 // pendingEvent is a client event before Ready was known.
 type pendingEvent struct {
-	Time time.Time           `json:"t"`
-	Type collector.EventType `json:"type"`
-	Port uint16              `json:"port,omitempty"`
+	Time   time.Time           `json:"t"`
+	Type   collector.EventType `json:"type"`
+	Port   uint16              `json:"port,omitempty"`
+	Reason uint32              `json:"reason,omitempty"`
+	Socket bool                `json:"socket,omitempty"`
 }
 
 const (

@@ -87,7 +87,7 @@ func (c *Correlator) startupKernel(st *startupState, e *collector.Event) {
 			return
 		}
 	}
-	ev := pendingEvent{Time: e.Time, Type: e.Type, Port: e.Local.Port()}
+	ev := pendingEvent{Time: e.Time, Type: e.Type, Port: e.Local.Port(), Reason: e.Reason, Socket: e.SockCookie != 0}
 	if c.sourceOf(e).probe {
 		if e.Type == collector.EventRefused && st.inWindow(ev.Time) {
 			st.S.Counts.ProbeRefused++
@@ -129,6 +129,9 @@ func (st *startupState) classify(ev pendingEvent) {
 	case before:
 	case ev.Type == collector.EventReset:
 		n.ResetAfterReady++
+		if len(st.S.Resets) < maxStartupPorts {
+			st.S.Resets = append(st.S.Resets, ResetMark{At: ev.Time, Port: ev.Port, Reason: ev.Reason, Socket: ev.Socket})
+		}
 	case ev.Type == collector.EventAccept:
 		if m.FirstAccept.IsZero() || ev.Time.Before(m.FirstAccept) {
 			m.FirstAccept = ev.Time

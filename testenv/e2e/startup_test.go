@@ -62,8 +62,8 @@ func checkStartup(t *testing.T, d *nodeDaemon, got correlate.Startup, seen lab.S
 			n.RefusedBeforeReady, n.RefusedAfterReady, before, after)
 	}
 	if n.ResetAfterReady != 0 || n.ProbeRefused != 0 || got.Partial {
-		t.Errorf("reset after Ready %d, probes refused %d, partial %v: want 0, 0 (the probe's port listened before its first run), complete",
-			n.ResetAfterReady, n.ProbeRefused, got.PartialReasons)
+		t.Errorf("reset after Ready %d %+v, probes refused %d, partial %v: want 0, 0 (the probe's port listened before its first run), complete",
+			n.ResetAfterReady, got.Resets, n.ProbeRefused, got.PartialReasons)
 	}
 	checkFirstAccept(t, got, seen.First)
 	if len(got.Diagnoses) != 1 || got.Diagnoses[0].Code != correlate.DiagReadyBeforeListening {

@@ -98,6 +98,11 @@ type startupState struct {
 	// no cookie): each connection counts once.
 	Settled map[uint64]bool         `json:"settled,omitempty"`
 	Remotes map[netip.AddrPort]bool `json:"remotes,omitempty"`
+	// Clients and ClientRemotes are the connections the pod accepted from
+	// clients (not the kubelet's probes), by cookie and by client address:
+	// only their resets are client connections reset.
+	Clients       map[uint64]bool         `json:"clients,omitempty"`
+	ClientRemotes map[netip.AddrPort]bool `json:"client_remotes,omitempty"`
 }
 
 // pendingEvent is a client event before Ready was known.

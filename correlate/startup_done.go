@@ -126,7 +126,8 @@ func (st *startupState) check(now time.Time) error {
 	case n.RefusedBeforeReady < 0 || n.RefusedAfterReady < 0 || n.ResetAfterReady < 0 || n.ProbeRefused < 0:
 		return fmt.Errorf("counts %+v", n)
 	case len(st.Pending) > maxPending || len(s.Listeners) > maxStartupPorts || len(s.RefusedPorts) > maxStartupPorts || len(s.Resets) > maxStartupPorts ||
-		len(st.Settled) > maxTrackedCookies || len(st.Remotes) > maxTrackedCookies || len(s.PartialReasons) > maxRestoredRows:
+		len(st.Settled) > maxTrackedCookies || len(st.Remotes) > maxTrackedCookies ||
+		len(st.Clients) > maxTrackedCookies || len(st.ClientRemotes) > maxTrackedCookies || len(s.PartialReasons) > maxRestoredRows:
 		return fmt.Errorf("lists over their bounds")
 	}
 	return nil

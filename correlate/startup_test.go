@@ -114,7 +114,11 @@ func TestStartupWindowAndDeletion(t *testing.T) {
 			deleting(podA, ipA, 30*time.Second, ms(5000), ms(5000)),
 			refusedOn(8080, ms(5100), 9),
 		}, 2, 0},
-		{"resets after Ready, each connection once", []any{
+		{"client connections reset after Ready, each once; a probe's and an unknown one's not", []any{
+			acceptAt(ms(4900), 21),
+			from(acceptAt(ms(4950), 22), "kubelet"),
+			sock(collector.EventReset, netA, ipA, 22, ms(4990)),
+			sock(collector.EventReset, netA, ipA, 23, ms(4995)),
 			sock(collector.EventReset, netA, ipA, 21, ms(5000)),
 			sock(collector.EventReset, netA, ipA, 21, ms(5001)),
 			sock(collector.EventReset, netA, ipA, 0, ms(5002)),

@@ -83,7 +83,7 @@ func (c *Correlator) startupKernel(st *startupState, e *collector.Event) {
 			return
 		}
 	case collector.EventReset:
-		if inPod(e) || !settleStartup(st, e) {
+		if inPod(e) || !st.clientConn(e) || !settleStartup(st, e) {
 			return
 		}
 	}
@@ -93,6 +93,10 @@ func (c *Correlator) startupKernel(st *startupState, e *collector.Event) {
 			st.S.Counts.ProbeRefused++
 		}
 		return
+	}
+	if e.Type == collector.EventAccept {
+		st.Clients = addCookie(st.Clients, e.SockCookie)
+		st.ClientRemotes = addBounded(st.ClientRemotes, e.Remote)
 	}
 	if !st.S.Marks.Ready.IsZero() {
 		st.classify(ev)
@@ -153,6 +157,16 @@ func (st *startupState) listened(e *collector.Event) {
 	case i < 0 && len(st.S.Listeners) < maxStartupPorts:
 		st.S.Listeners = append(st.S.Listeners, PortMark{Port: port, At: e.Time})
 	}
+}
+
+// clientConn says whether a reset is of a connection the pod accepted
+// from a client: by its socket, or, for a RST without one (a segment no
+// socket wanted), by the client's address.
+func (st *startupState) clientConn(e *collector.Event) bool {
+	if e.SockCookie != 0 {
+		return st.Clients[e.SockCookie]
+	}
+	return st.ClientRemotes[e.Remote]
 }
 
 // settleStartup reports whether a reset connection was not counted yet.

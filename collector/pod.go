@@ -44,6 +44,8 @@ type Pod struct {
 	Node      string     `json:"node"`
 	IP        netip.Addr `json:"ip"`
 	Workload  Workload   `json:"workload"`
+	// Created is metadata.creationTimestamp.
+	Created time.Time `json:"created,omitzero"`
 	// GracePeriod is spec.terminationGracePeriodSeconds (default 30 s).
 	GracePeriod time.Duration `json:"gracePeriod"`
 	HasPreStop  bool          `json:"hasPreStop,omitempty"`

@@ -39,6 +39,7 @@ func (c *Correlator) Pod(u collector.PodUpdate) {
 		c.deletionSeen(p, u.Seen, firstSight)
 	}
 	c.stopInAPI(p, u.Seen, firstSight)
+	c.startupPod(p, u.Seen, firstSight)
 	if t := p.Term; t != nil {
 		identify(&t.T, p.Pod)
 		if !t.T.Marks.StopSignal.IsZero() {

@@ -48,6 +48,9 @@ type Config struct {
 	// a node-local task of one of these names opens to a pod are probes,
 	// kept out of the client counts. Default: "kubelet".
 	ProbeComms []string
+	// StartupWindow is how long after Ready a new pod's refusals and
+	// resets are its startup's (refused_after_ready, reset_after_ready).
+	StartupWindow time.Duration
 }
 
 // DefaultConfig returns the defaults every zero field of a Config takes.
@@ -62,6 +65,7 @@ func DefaultConfig() Config {
 		PreStopMargin: 500 * time.Millisecond,
 		PromptExit:    time.Second,
 		ProbeComms:    []string{"kubelet"},
+		StartupWindow: time.Minute,
 	}
 }
 
@@ -74,6 +78,7 @@ func (c Config) withDefaults() Config {
 	setDuration(&c.BudgetMargin, d.BudgetMargin)
 	setDuration(&c.PreStopMargin, d.PreStopMargin)
 	setDuration(&c.PromptExit, d.PromptExit)
+	setDuration(&c.StartupWindow, d.StartupWindow)
 	if len(c.ProbeComms) == 0 {
 		c.ProbeComms = d.ProbeComms
 	}

@@ -43,6 +43,10 @@ type Correlator struct {
 	// refusals remembers the SYNs refused in terminations, so that a
 	// retransmission of one (its RST was lost) is not a second attempt.
 	refusals synMemory
+	// startupsDone are startups that ended with their pod's state, until
+	// TakeStartups; startupSyns remembers the SYNs startups counted.
+	startupsDone []Startup
+	startupSyns  synMemory
 }
 
 // Watermark is the latest kernel event time processed and how many
@@ -97,6 +101,9 @@ func (c *Correlator) BindNetns(podUID string, ino uint32) {
 	// binding wins.
 	p.NetnsIno = ino
 	c.idx.Netns[ino] = podUID
+	if p.Startup != nil {
+		p.Startup.S.NetnsBound = true
+	}
 }
 
 // BindCgroup records the cgroup id of one container of a pod.

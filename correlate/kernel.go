@@ -20,6 +20,9 @@ func (c *Correlator) Kernel(e collector.Event) {
 		return
 	}
 	p.KernelSeen = true
+	if p.Startup != nil && startupType(&e) {
+		c.startupKernel(p.Startup, &e)
+	}
 	if p.Term == nil && e.WorthReplaying() {
 		p.Early.push(&e)
 	}

@@ -146,6 +146,7 @@ func allExited(p *podState) bool {
 func (c *Correlator) complete(uid string, p *podState, now time.Time) (t Termination, ran bool) {
 	t = c.evaluate(p, true)
 	t.Complete = true
+	c.closeStartup(p)
 	c.idx.forget(p)
 	delete(c.pods, uid)
 	c.done[uid] = now

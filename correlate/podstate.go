@@ -57,6 +57,8 @@ type podState struct {
 	OutsideKill time.Time `json:"outside_kill,omitzero"`
 
 	Term *termState `json:"term,omitempty"`
+	// Startup is the pod's startup while it is open (startup.go).
+	Startup *startupState `json:"startup,omitempty"`
 }
 
 // termState is a termination in progress with the bookkeeping its counts

@@ -76,6 +76,9 @@ func (p *podState) check(uid string, now time.Time) error {
 			return fmt.Errorf("time %s", t)
 		}
 	}
+	if err := p.Startup.check(now); err != nil {
+		return fmt.Errorf("startup: %w", err)
+	}
 	if p.Term == nil {
 		return nil
 	}

@@ -42,9 +42,11 @@ type Daemon struct {
 	http2   http2Pods
 	metrics *exporter.Metrics
 	view    *terminationView
-	api     chan apiEvent
-	sink    apiSink                 // into api until the API side stops
-	events  *exporter.EventReporter // nil when Config.NoEvents
+	// startups is the HTTP side's copy of the new pods' startups.
+	startups *startupView
+	api      chan apiEvent
+	sink     apiSink                 // into api until the API side stops
+	events   *exporter.EventReporter // nil when Config.NoEvents
 
 	completed []correlate.Termination // since the last checkpoint
 	counters  loopCounters
@@ -68,7 +70,8 @@ func New(cfg Config) (*Daemon, error) {
 	}
 	d := &Daemon{
 		cfg: cfg, log: cfg.Log, corr: correlate.New(cfg.Correlate), view: newTerminationView(cfg.CompletedInMemory, cfg.Log),
-		api: make(chan apiEvent, apiBuffer),
+		startups: &startupView{},
+		api:      make(chan apiEvent, apiBuffer),
 	}
 	var dm daemonMetrics
 	d.metrics, dm = newMetrics(exporter.Options{Now: cfg.Now, SeriesTTL: cfg.SeriesTTL}, !cfg.NoEvents)

@@ -78,6 +78,10 @@ func (d *Daemon) handleAPI(ev apiEvent) {
 		}
 		d.corr.Pod(*ev.pod)
 		d.scopes.PodUpdate(ev.pod.Pod, d.cfg.Now())
+		if d.corr.StartupStarting(ev.pod.Pod.UID) {
+			// The first accepted connection needs a record per accept.
+			d.scopes.Starting(ev.pod.Pod.UID)
+		}
 		d.followHTTP2(d.http2.podUpdate(ev.pod.Pod))
 	case ev.deleted != nil:
 		d.scopes.Terminating(ev.deleted.UID)
@@ -102,13 +106,14 @@ func (d *Daemon) tick(now time.Time) int {
 	for _, t := range d.corr.Tick(now) {
 		d.finished(t)
 	}
+	starting := d.startupsTick(now)
 	d.steadyReuse()
 	d.scopes.Sync(now, false)
 	d.accountUnattributed()
 	live := d.corr.Terminations()
 	d.view.publish(live)
 	d.view.publishWatched(d.scopes.WatchedPods())
-	d.metrics.Expire(exporter.PendingWorkloads(live))
+	d.metrics.Expire(append(exporter.PendingWorkloads(live), startupWorkloads(starting)...))
 	d.counters.lastTick = now
 	d.beat.Store(now.UnixNano())
 	return len(live)

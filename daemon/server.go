@@ -21,7 +21,7 @@ func (d *Daemon) startServer(ctx context.Context, rc *rest.Config) <-chan error 
 		return errc
 	}
 	srv := exporter.NewServer(exporter.ServerConfig{
-		Source: d.view, Metrics: d.metrics, Ready: d.ready, Healthy: d.Healthy, Now: d.cfg.Now,
+		Source: d.view, Startups: d.startups, Metrics: d.metrics, Ready: d.ready, Healthy: d.Healthy, Now: d.cfg.Now,
 		Log: d.log.With().Str("component", "http").Logger(),
 	})
 	handler, tlsCfg, err := d.protect(srv.Handler(), rc)

@@ -24,6 +24,9 @@ var (
 	steadyReuseDesc = prometheus.NewDesc("drainwatch_requests_reset_on_reused_connections_outside_terminations_total",
 		"Requests reset on reused connections (see drainwatch_requests_reset_on_reused_connections_total) of pods that were not terminating: the server's keep-alive idle timeout is shorter than an upstream pool's.",
 		workloadLabelNames, nil)
+	readyToFirstAcceptDesc = prometheus.NewDesc("drainwatch_ready_to_first_accept_seconds",
+		"New pods: the daemon seeing the pod Ready to its first accepted client connection (how long routing takes to add a pod).",
+		workloadLabelNames, nil)
 	routingLagDesc = prometheus.NewDesc("drainwatch_routing_lag_seconds",
 		"Last connection attempt to a terminating pod minus the time its endpoint became not ready: a lower bound of routing convergence.",
 		workloadLabelNames, nil)
@@ -56,6 +59,15 @@ var rolloutCounters = []struct {
 	{rolloutDesc("drainwatch_probe_connections_refused_total",
 		"Connection attempts by this node's kubelet (readiness probes) refused during terminations: not client traffic, never in connections_refused_after_sigterm_total."),
 		func(rs *revisionState) uint64 { return rs.probes }},
+	{rolloutDesc("drainwatch_connections_refused_after_ready_total",
+		"Client connection attempts refused (no socket) by new pods in the window after the daemon saw them Ready: the readiness probe passed before what serves the traffic listened."),
+		func(rs *revisionState) uint64 { return rs.refusedAfterReady }},
+	{rolloutDesc("drainwatch_connections_reset_after_ready_total",
+		"Client connections new pods reset in the window after the daemon saw them Ready."),
+		func(rs *revisionState) uint64 { return rs.resetAfterReady }},
+	{rolloutDesc("drainwatch_connections_refused_before_ready_total",
+		"Client connection attempts refused by new pods before the daemon saw them Ready (traffic straight at a pod not Ready yet)."),
+		func(rs *revisionState) uint64 { return rs.refusedBeforeReady }},
 }
 
 func rolloutDesc(name, help string) *prometheus.Desc {
@@ -71,7 +83,7 @@ func (c rolloutCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, c := range rolloutCounters {
 		ch <- c.desc
 	}
-	for _, d := range []*prometheus.Desc{partialDesc, phaseDesc, routingLagDesc, steadyReuseDesc} {
+	for _, d := range []*prometheus.Desc{partialDesc, phaseDesc, routingLagDesc, steadyReuseDesc, readyToFirstAcceptDesc} {
 		ch <- d
 	}
 }
@@ -111,5 +123,8 @@ func collectWorkload(ch chan<- prometheus.Metric, ws *workloadState) {
 	ch <- prometheus.MustNewConstMetric(steadyReuseDesc, prometheus.CounterValue, float64(ws.steadyReuse), l...)
 	if ws.routingLag.count > 0 {
 		ch <- ws.routingLag.metric(routingLagDesc, l...)
+	}
+	if ws.readyToFirstAccept.count > 0 {
+		ch <- ws.readyToFirstAccept.metric(readyToFirstAcceptDesc, l...)
 	}
 }

@@ -30,12 +30,16 @@ type RevisionCounters struct {
 	Killed   uint64            `json:"requests_killed_by_sigkill"`
 	// KilledAtExit is absent from the states of drainwatch before it
 	// counted requests killed at exit: they restore as 0.
-	KilledAtExit uint64    `json:"requests_killed_at_exit,omitempty"`
-	Accepted     uint64    `json:"accepted_after_endpoint_removal"`
-	Resets       uint64    `json:"connections_reset_at_shutdown"`
-	Reuse        uint64    `json:"requests_reset_on_reused_connections,omitempty"`
-	Probes       uint64    `json:"probe_connections_refused"`
-	Updated      time.Time `json:"updated"`
+	KilledAtExit uint64 `json:"requests_killed_at_exit,omitempty"`
+	Accepted     uint64 `json:"accepted_after_endpoint_removal"`
+	Resets       uint64 `json:"connections_reset_at_shutdown"`
+	Reuse        uint64 `json:"requests_reset_on_reused_connections,omitempty"`
+	Probes       uint64 `json:"probe_connections_refused"`
+	// The new pods' side; absent from older states: they restore as 0.
+	RefusedAfterReady  uint64    `json:"refused_after_ready,omitempty"`
+	RefusedBeforeReady uint64    `json:"refused_before_ready,omitempty"`
+	ResetAfterReady    uint64    `json:"reset_after_ready,omitempty"`
+	Updated            time.Time `json:"updated"`
 }
 
 // WorkloadCounters are one workload's partial counts and histograms.
@@ -46,8 +50,9 @@ type WorkloadCounters struct {
 	RoutingLag HistogramCounts            `json:"routing_lag"`
 	// SteadyReuse: requests reset on reused connections outside
 	// terminations.
-	SteadyReuse uint64    `json:"requests_reset_on_reused_connections_outside_terminations,omitempty"`
-	Updated     time.Time `json:"updated"`
+	SteadyReuse        uint64          `json:"requests_reset_on_reused_connections_outside_terminations,omitempty"`
+	ReadyToFirstAccept HistogramCounts `json:"ready_to_first_accept,omitzero"`
+	Updated            time.Time       `json:"updated"`
 }
 
 // HistogramCounts are a histogram's per-bucket (not cumulative) counts,
@@ -106,7 +111,8 @@ func (r *revisionState) counters() RevisionCounters {
 		outcomes[o] = n
 	}
 	return RevisionCounters{Labels: r.labels, Outcomes: outcomes, Refused: r.refused, Killed: r.killed,
-		KilledAtExit: r.killedAtExit, Accepted: r.acceptedNR, Resets: r.resets, Reuse: r.reuse, Probes: r.probes, Updated: r.updated}
+		KilledAtExit: r.killedAtExit, Accepted: r.acceptedNR, Resets: r.resets, Reuse: r.reuse, Probes: r.probes, Updated: r.updated,
+		RefusedAfterReady: r.refusedAfterReady, RefusedBeforeReady: r.refusedBeforeReady, ResetAfterReady: r.resetAfterReady}
 }
 
 func restoreRevision(rc RevisionCounters) *revisionState {
@@ -116,13 +122,14 @@ func restoreRevision(rc RevisionCounters) *revisionState {
 	}
 	rs.refused, rs.killed, rs.killedAtExit, rs.acceptedNR = rc.Refused, rc.Killed, rc.KilledAtExit, rc.Accepted
 	rs.resets, rs.reuse, rs.probes, rs.updated = rc.Resets, rc.Reuse, rc.Probes, rc.Updated
+	rs.refusedAfterReady, rs.refusedBeforeReady, rs.resetAfterReady = rc.RefusedAfterReady, rc.RefusedBeforeReady, rc.ResetAfterReady
 	return rs
 }
 
 func (w *workloadState) counters() WorkloadCounters {
 	wc := WorkloadCounters{Labels: w.labels, Partial: make(map[string]uint64, len(w.partial)),
 		Phases: make(map[string]HistogramCounts, len(w.phases)), RoutingLag: w.routingLag.counts(),
-		SteadyReuse: w.steadyReuse, Updated: w.updated}
+		SteadyReuse: w.steadyReuse, Updated: w.updated, ReadyToFirstAccept: w.readyToFirstAccept.counts()}
 	for r, n := range w.partial {
 		wc.Partial[r] = n
 	}
@@ -144,5 +151,6 @@ func restoreWorkload(wc WorkloadCounters) *workloadState {
 		}
 	}
 	ws.routingLag.restore(wc.RoutingLag)
+	ws.readyToFirstAccept.restore(wc.ReadyToFirstAccept)
 	return ws
 }

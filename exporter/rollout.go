@@ -21,7 +21,10 @@ type revisionState struct {
 	resets       uint64 // connections reset at shutdown
 	reuse        uint64 // requests reset on reused connections
 	probes       uint64 // probe connections refused
-	updated      time.Time
+	// The new pods' side (startup.go): refused after and before Ready,
+	// reset after Ready.
+	refusedAfterReady, refusedBeforeReady, resetAfterReady uint64
+	updated                                                time.Time
 }
 
 // workloadState holds the per-workload histograms (no revision label: a
@@ -37,7 +40,9 @@ type workloadState struct {
 	steadyReuse uint64
 	phases      map[string]*histogram
 	routingLag  *histogram
-	updated     time.Time
+	// readyToFirstAccept: new pods' Ready to first accepted connection.
+	readyToFirstAccept *histogram
+	updated            time.Time
 }
 
 func newRevisionState(labels [4]string) *revisionState {
@@ -46,7 +51,8 @@ func newRevisionState(labels [4]string) *revisionState {
 
 func newWorkloadState(labels [3]string) *workloadState {
 	ws := &workloadState{labels: labels, phases: map[string]*histogram{},
-		routingLag: newHistogram(routingLagBuckets), partial: map[string]uint64{}}
+		routingLag: newHistogram(routingLagBuckets), partial: map[string]uint64{},
+		readyToFirstAccept: newHistogram(routingLagBuckets)}
 	for _, r := range partialReasons {
 		ws.partial[r] = 0
 	}

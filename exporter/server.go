@@ -16,8 +16,10 @@ import (
 
 // ServerConfig wires the daemon's HTTP server.
 type ServerConfig struct {
-	Source  TerminationSource
-	Metrics *Metrics
+	Source TerminationSource
+	// Startups serves /api/v1/startups; nil serves an empty list.
+	Startups StartupSource
+	Metrics  *Metrics
 	// Ready returns nil once the daemon serves correct data (informers
 	// synced, probes attached); /readyz reports its error otherwise. Nil
 	// means always ready.
@@ -35,14 +37,15 @@ type ServerConfig struct {
 
 // Server serves /metrics, /api/v1/terminations, /ui, /healthz and /readyz.
 type Server struct {
-	source  TerminationSource
-	metrics *Metrics
-	ready   func() error
-	healthy func() error
-	log     zerolog.Logger
-	now     func() time.Time
-	limits  Limits
-	mux     *http.ServeMux
+	source   TerminationSource
+	startups StartupSource
+	metrics  *Metrics
+	ready    func() error
+	healthy  func() error
+	log      zerolog.Logger
+	now      func() time.Time
+	limits   Limits
+	mux      *http.ServeMux
 }
 
 // NewServer builds the server's routes.
@@ -61,12 +64,17 @@ func NewServer(cfg ServerConfig) *Server {
 	if s.source == nil {
 		s.source = noTerminations{}
 	}
+	s.startups = cfg.Startups
+	if s.startups == nil {
+		s.startups = noStartups{}
+	}
 	if s.metrics != nil {
 		s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.Registry(), promhttp.HandlerOpts{ErrorLog: promLogger{s.log}}))
 	}
 	lists := newListGate(s.limits.Lists, s.countThrottled)
 	s.mux.HandleFunc("GET /api/v1/terminations", lists.wrap(s.listTerminations))
 	s.mux.HandleFunc("GET /api/v1/terminations/{uid}", s.getTermination)
+	s.mux.HandleFunc("GET /api/v1/startups", lists.wrap(s.listStartups))
 	s.mux.HandleFunc("GET /ui", lists.wrap(s.timelinePage))
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	s.mux.HandleFunc("GET /readyz", s.readyz)

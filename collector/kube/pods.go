@@ -171,7 +171,7 @@ func samePodButVersion(a, b *corev1.Pod) bool {
 func ConvertPod(pod *corev1.Pod, w collector.Workload) collector.Pod {
 	p := collector.Pod{
 		UID: string(pod.UID), Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName,
-		Workload: w, GracePeriod: podGrace(pod), Ready: podReady(pod),
+		Workload: w, GracePeriod: podGrace(pod), Ready: podReady(pod), Created: pod.CreationTimestamp.Time,
 	}
 	p.IP, _ = netip.ParseAddr(pod.Status.PodIP)
 	p.Stop = stopEvidence(pod)

@@ -29,6 +29,7 @@ func ShrinkPod(pod *corev1.Pod) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID,
 			ResourceVersion: pod.ResourceVersion, Labels: pod.Labels,
+			CreationTimestamp:          pod.CreationTimestamp,
 			OwnerReferences:            pod.OwnerReferences,
 			DeletionTimestamp:          pod.DeletionTimestamp,
 			DeletionGracePeriodSeconds: pod.DeletionGracePeriodSeconds,

@@ -29,25 +29,62 @@ func (s *Scopes) Terminating(uid string) {
 	s.detail(ps)
 }
 
-// detail turns on the accept records of a terminating pod's watched netns
-// and hands the held accepts to the correlator, once per run (the
-// correlator ignores a second reading of the same history after a
-// restart).
+// Starting notes that a new pod's startup is open: its netns sends a
+// record per accept (the first accepted connection after Ready) until
+// Started, without handing the held accepts over (its termination, if one
+// begins meanwhile, takes them).
+func (s *Scopes) Starting(uid string) {
+	if ps := s.pods[uid]; ps != nil && !ps.starting {
+		ps.starting = true
+		s.detail(ps)
+	}
+}
+
+// Started notes that the pod's startup is complete: unless the pod is
+// terminating, its accepts stay in the kernel again (held until a
+// termination needs them, the records before were the correlator's).
+func (s *Scopes) Started(uid string) {
+	ps := s.pods[uid]
+	if ps == nil || !ps.starting {
+		return
+	}
+	ps.starting = false
+	if ps.terminating || !ps.detail {
+		return
+	}
+	if err := s.kernel.SetDetail(ps.netns, false); err != nil {
+		s.log.Warn().Err(err).Str("pod_uid", ps.uid).Msg("turning off the accept records of a started pod: they keep coming")
+		return
+	}
+	ps.detail = false
+}
+
+// detail turns on the accept records of a terminating or starting pod's
+// watched netns and, once it terminates, hands the held accepts to the
+// correlator, once per run (the correlator ignores a second reading of
+// the same history after a restart).
 func (s *Scopes) detail(ps *podScope) {
-	if !ps.terminating || ps.detail || ps.netns == 0 || ps.hostNet || s.netnsOwner[ps.netns] != ps.uid {
+	if !ps.terminating && !ps.starting || ps.handed || ps.netns == 0 || ps.hostNet || s.netnsOwner[ps.netns] != ps.uid {
+		return
+	}
+	if ps.detail && !ps.terminating {
 		return
 	}
 	log := s.log.With().Str("pod_uid", ps.uid).Uint32("netns", ps.netns).Logger()
 	err := s.kernel.SetDetail(ps.netns, true)
 	inexact := errors.Is(err, collector.ErrHandoverInexact)
 	if err != nil && !inexact {
-		log.Warn().Err(err).Msg("turning on accept records for a terminating pod: its accepts are not counted")
+		log.Warn().Err(err).Msg("turning on accept records for a terminating or starting pod: its accepts are not counted")
 		return
 	}
-	if inexact {
+	if inexact && ps.terminating {
 		log.Warn().Err(err).Msg("accept records on without an exact handover: the termination's accept counts are partial")
 	}
 	ps.detail = true
+	if !ps.terminating {
+		return
+	}
+	ps.handed = true
 	sum, err := s.kernel.ScopeAccepts(ps.netns)
 	if err != nil {
 		log.Warn().Err(err).Msg("reading the accepts the kernel held: the termination's accept counts are partial")

@@ -81,3 +81,48 @@ func TestTerminatingTurnsOnDetailOnce(t *testing.T) {
 		})
 	}
 }
+
+// offKernel is detailKernel that also counts SetDetail(off) calls.
+type offKernel struct {
+	detailKernel
+	off map[uint32]int
+}
+
+func (k *offKernel) SetDetail(ino uint32, on bool) error {
+	if !on {
+		k.off[ino]++
+	}
+	return k.detailKernel.SetDetail(ino, on)
+}
+
+// TestStartingDetail: a starting pod's accepts come as records without a
+// handover; once started they are held again; its termination later turns
+// them on again and hands the held accepts over once.
+func TestStartingDetail(t *testing.T) {
+	n := newScopeNode(t)
+	k := &offKernel{detailKernel: detailKernel{scopeKernel: scopeKernel{netns: map[uint32]bool{}, cgroups: map[uint64]bool{}},
+		detail: map[uint32]int{}, held: collector.AcceptSummary{Accepts: 2, Held: 2}}, off: map[uint32]int{}}
+	b := &summaries{}
+	s := NewScopes(k, b, n.root, n.proc, zerolog.Nop())
+	defer s.CloseFiles()
+	id := strings.Repeat("ce", 32)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	s.PodUpdate(podWith(id), now)
+	s.Starting(scopePod) // not watched yet: on once it is
+	n.container(t, id)
+	s.PodUpdate(podWith(id), now.Add(rescanForced))
+	ino := n.netns(t)
+	if k.detail[ino] != 1 || len(b.got) != 0 {
+		t.Fatalf("starting: SetDetail(on) %v, summaries %d; want 1 and none", k.detail, len(b.got))
+	}
+	s.Started(scopePod)
+	s.Started(scopePod)
+	if k.off[ino] != 1 {
+		t.Fatalf("started: SetDetail(off) %v, want 1", k.off)
+	}
+	s.Terminating(scopePod)
+	s.Terminating(scopePod)
+	if k.detail[ino] != 2 || len(b.got) != 1 {
+		t.Fatalf("terminating: SetDetail(on) %v, summaries %d; want 2 and 1", k.detail, len(b.got))
+	}
+}

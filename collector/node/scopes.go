@@ -76,6 +76,11 @@ type podScope struct {
 	// netns sends a record per accept since (see detail).
 	terminating bool
 	detail      bool
+	// starting: a new pod's startup is open (its first accepted
+	// connection is needed); handed: the held accepts went to the
+	// correlator (once, when it began terminating).
+	starting bool
+	handed   bool
 }
 
 // pending reports whether some scope of the pod is still unknown.

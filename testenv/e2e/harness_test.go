@@ -77,7 +77,7 @@ func startDaemonWith(t *testing.T, rc *rest.Config, node, stateDir, pinPath stri
 	cfg := daemon.Config{
 		NodeName: node, Rest: rc, StateDir: stateDir, PinPath: pinPath,
 		Log:       logger(t, zerolog.InfoLevel).With().Str("node", node).Logger(),
-		Correlate: correlate.Config{KernelTail: time.Second},
+		Correlate: correlate.Config{KernelTail: time.Second, StartupWindow: startupWindow},
 	}
 	if mod != nil {
 		mod(&cfg)

@@ -143,7 +143,8 @@ func (l *Lab) startDaemons(ctx context.Context) error {
 	}
 	for _, name := range l.nodeNames() {
 		d, err := StartDaemon(ctx, DaemonSpec{Bin: l.cfg.Drainwatch, Node: name, Kubeconfig: l.Cluster.Kubeconfig,
-			CgroupRoot: root, Dir: dir, WatchAllNodes: true, Shipped: l.Shipped, Token: l.readerToken})
+			CgroupRoot: root, Dir: dir, WatchAllNodes: true, Shipped: l.Shipped, Token: l.readerToken,
+			Args: []string{"--startup-window=" + labStartupWindow.String()}})
 		if err != nil {
 			return err
 		}

@@ -127,6 +127,13 @@ var expectations = map[string]func(lab.Result) bool{
 		return exitRow(r, correlate.DiagStopSignalKills, "exit code 143 (node agent), 143 (drainwatch); death stop_signal of node") &&
 			strings.Contains(r.Note, ", at the exit")
 	},
+	// Clients refused on both sides of Ready, nothing else lost; the
+	// diagnosis names it.
+	"startup/ready-before-listening": func(r lab.Result) bool {
+		return r.ClientRefusedBeforeReady > 0 && r.ClientRefusedAfterReady > 0 && r.ClientRefused == 0 &&
+			slices.Equal(r.Diagnoses, []string{correlate.DiagReadyBeforeListening}) &&
+			strings.Contains(r.Note, "reset after Ready 0, probes refused 0")
+	},
 	// Exactly the 3 /slow and the /alloc in flight die with the OOM kill.
 	"stop/oom-kill": func(r lab.Result) bool {
 		return r.ClientKilled == 4 && r.ClientRefused == 0 && has(r, correlate.DiagOOMKilled) &&

@@ -37,9 +37,16 @@ type Result struct {
 	// ProxyResetOnReuse: the upstream aborts an L7 proxy logged (the
 	// keep-alive race); drainwatch's is requests_reset_on_reused_connections,
 	// in terminations and outside them. Zero for scenarios without a proxy.
-	ProxyResetOnReuse      int      `json:"proxy_reset_on_reuse"`
-	DrainwatchResetOnReuse int      `json:"drainwatch_reset_on_reuse"`
-	Diagnoses              []string `json:"diagnoses"`
+	ProxyResetOnReuse      int `json:"proxy_reset_on_reuse"`
+	DrainwatchResetOnReuse int `json:"drainwatch_reset_on_reuse"`
+	// The startup side (startup_row.go): the clients' refusals sent
+	// before and after the daemon's Ready mark; drainwatch's are
+	// refused_before_ready and refused_after_ready.
+	ClientRefusedBeforeReady     int      `json:"client_refused_before_ready,omitempty"`
+	DrainwatchRefusedBeforeReady int      `json:"drainwatch_refused_before_ready,omitempty"`
+	ClientRefusedAfterReady      int      `json:"client_refused_after_ready,omitempty"`
+	DrainwatchRefusedAfterReady  int      `json:"drainwatch_refused_after_ready,omitempty"`
+	Diagnoses                    []string `json:"diagnoses"`
 	// Source says where drainwatch's numbers come from: "api" (the
 	// daemons' terminations) or "prometheus" (PromQL by revision).
 	Source string `json:"source"`
@@ -57,7 +64,8 @@ func (r Result) Agree() bool {
 	return r.Error == "" && r.ClientRefused == r.DrainwatchRefused && r.ClientKilled == r.DrainwatchKilled &&
 		r.ClientKilledAtExit == r.DrainwatchKilledAtExit &&
 		r.ProberProbeRefused == r.DrainwatchProbeRefused && r.ClientResetAtShutdown == r.DrainwatchResetAtShutdown &&
-		r.ProxyResetOnReuse == r.DrainwatchResetOnReuse
+		r.ProxyResetOnReuse == r.DrainwatchResetOnReuse &&
+		r.ClientRefusedBeforeReady == r.DrainwatchRefusedBeforeReady && r.ClientRefusedAfterReady == r.DrainwatchRefusedAfterReady
 }
 
 // AllAgree reports whether every result agrees (and there is at least one).
@@ -75,7 +83,7 @@ func Table(rs []Result) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\trefused clients/drainwatch\tkilled clients/drainwatch\tkilled at exit clients/drainwatch\tprobe refused prober/drainwatch\t"+
-		"reset at shutdown clients/drainwatch\treset on reuse proxy/drainwatch\tagree\tdiagnosis")
+		"reset at shutdown clients/drainwatch\treset on reuse proxy/drainwatch\trefused before/after Ready clients/drainwatch\tagree\tdiagnosis")
 	for _, r := range rs {
 		agree := "yes"
 		if !r.Agree() {
@@ -85,9 +93,10 @@ func Table(rs []Result) string {
 		if r.Error != "" {
 			diag = "error: " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
+		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d, %d / %d, %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
 			r.ClientKilled, r.DrainwatchKilled, r.ClientKilledAtExit, r.DrainwatchKilledAtExit, r.ProberProbeRefused, r.DrainwatchProbeRefused,
-			r.ClientResetAtShutdown, r.DrainwatchResetAtShutdown, r.ProxyResetOnReuse, r.DrainwatchResetOnReuse, agree, diag)
+			r.ClientResetAtShutdown, r.DrainwatchResetAtShutdown, r.ProxyResetOnReuse, r.DrainwatchResetOnReuse,
+			r.ClientRefusedBeforeReady, r.ClientRefusedAfterReady, r.DrainwatchRefusedBeforeReady, r.DrainwatchRefusedAfterReady, agree, diag)
 	}
 	_ = tw.Flush()
 	return b.String()

@@ -49,6 +49,7 @@ func Scenarios() []Scenario {
 		{exitGoNoHandler.name, exitGoNoHandler.about, exitScenario(exitGoNoHandler)},
 		{exitGoShutdownShort.name, exitGoShutdownShort.about, exitScenario(exitGoShutdownShort)},
 		{exitNodeTini.name, exitNodeTini.about, exitScenario(exitNodeTini)},
+		{"startup/ready-before-listening", "a new pod whose tcpSocket readiness probe targets a health port open at once, its traffic port 5 s after the start: clients straight at the pod", startupScenario},
 	}
 }
 

@@ -92,6 +92,13 @@ type Config struct {
 	// started (zero: never), as a server whose dependency stalls does: a
 	// liveness probe on /healthz then has the kubelet restart it.
 	UnhealthyAfter time.Duration
+	// HealthAddr, when set, is a listener that opens at once and accepts
+	// (and closes) connections: a tcpSocket readiness probe's target. With
+	// ListenAfter, the traffic port (Addr) listens only that long after
+	// the start: a readiness probe on HealthAddr passes before the server
+	// serves (the startup side's ready_before_listening).
+	HealthAddr  string
+	ListenAfter time.Duration
 }
 
 // Server is one workload server.
@@ -120,6 +127,10 @@ func New(cfg Config, log zerolog.Logger) *Server {
 // Run listens, serves, and on a value from stop (SIGTERM) shuts down as the
 // mode says. It returns once the server has stopped.
 func (s *Server) Run(ctx context.Context, stop <-chan os.Signal) error {
+	if err := s.serveHealth(); err != nil {
+		return err
+	}
+	time.Sleep(s.cfg.ListenAfter)
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", s.cfg.Addr, err)
@@ -185,5 +196,28 @@ func (s *Server) shutdown() error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	s.log.Info().Str("event", "shutdown_done").Msg("all requests finished")
+	return nil
+}
+
+// serveHealth opens HealthAddr, if set, and accepts and closes its
+// connections until the process ends.
+func (s *Server) serveHealth() error {
+	if s.cfg.HealthAddr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.cfg.HealthAddr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", s.cfg.HealthAddr, err)
+	}
+	s.log.Info().Str("event", "health_listening").Str("addr", ln.Addr().String()).Dur("listen_after", s.cfg.ListenAfter).Msg("health port open")
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	return nil
 }

@@ -33,7 +33,12 @@ func main() {
 	flag.BoolVar(&cfg.EndStreams, "end-streams", false, "grpc: end open Watch streams (status OK) at the stop signal")
 	flag.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "close kept-alive connections idle this long (0: never)")
 	flag.DurationVar(&cfg.UnhealthyAfter, "unhealthy-after", 0, "answer /healthz with 500 this long after starting (0: never): a liveness probe restarts the server")
+	healthPort := flag.Int("health-port", 0, "a port that listens at once and accepts (and closes) connections, for a tcpSocket readiness probe (0: none)")
+	flag.DurationVar(&cfg.ListenAfter, "listen-after", 0, "listen on the traffic port this long after starting")
 	flag.Parse()
+	if *healthPort != 0 {
+		cfg.HealthAddr = ":" + strconv.Itoa(*healthPort)
+	}
 	cfg.Addr = ":" + strconv.Itoa(*port)
 	if *addr != "" {
 		cfg.Addr = *addr

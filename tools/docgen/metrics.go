@@ -74,8 +74,9 @@ func metricSeries() ([]series, error) {
 	return out, nil
 }
 
-// sample gives m one complete termination with every mark, and one probe
-// state, so that each family has a sample to read its type from.
+// sample gives m one complete termination with every mark, one complete
+// startup and one probe state, so that each family has a sample to read
+// its type from.
 func sample(m *exporter.Metrics) {
 	at := time.Now()
 	s := func(n int) time.Time { return at.Add(time.Duration(n) * time.Second) }
@@ -84,6 +85,11 @@ func sample(m *exporter.Metrics) {
 		Workload: collector.Workload{Namespace: "docgen", Kind: "Deployment", Name: "docgen", Revision: "1"},
 		Marks: correlate.Marks{DeleteRequested: s(0), Killing: s(0), StopSignal: s(1), EndpointsNotReady: s(1),
 			ListenerClosed: s(2), Exit: s(4), PodGone: s(5)},
+	})
+	m.ObserveStartup(correlate.Startup{
+		PodUID: "docgen-new", Pod: "docgen-new", Complete: true, ReadyToFirstAccept: time.Second,
+		Workload: collector.Workload{Namespace: "docgen", Kind: "Deployment", Name: "docgen", Revision: "2"},
+		Marks:    correlate.StartupMarks{Ready: s(0), FirstAccept: s(1), WindowEnd: s(60)},
 	})
 	m.SetProbeState("docgen", "attached")
 }

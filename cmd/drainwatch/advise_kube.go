@@ -8,7 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/discovery"
+	appsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
 
 	"github.com/drainwatch/drainwatch/advise"
 )
@@ -16,7 +17,10 @@ import (
 // workloadAPI reads what -o patch needs from the API server: the
 // workloads' pod templates (their containers, preStop hooks and grace
 // period) and the server's version (whether it serves the sleep action).
-type workloadAPI struct{ client kubernetes.Interface }
+type workloadAPI struct {
+	apps      appsv1.AppsV1Interface
+	discovery discovery.ServerVersionInterface
+}
 
 // workloadAPI is the kubeconfig's client, refused like the pod-proxy path
 // when its credentials would reach the API server unprotected.
@@ -29,17 +33,21 @@ func (f adviseFlags) workloadAPI() (workloadAPI, error) {
 		return workloadAPI{}, err
 	}
 	cfg.Wrap(refuseRedirects)
-	client, err := kubernetes.NewForConfig(cfg)
+	apps, err := appsv1.NewForConfig(cfg)
 	if err != nil {
-		return workloadAPI{}, fmt.Errorf("creating the API client: %w", err)
+		return workloadAPI{}, fmt.Errorf("creating the apps/v1 client: %w", err)
 	}
-	return workloadAPI{client: client}, nil
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return workloadAPI{}, fmt.Errorf("creating the discovery client: %w", err)
+	}
+	return workloadAPI{apps: apps, discovery: disc}, nil
 }
 
 // nativeSleep says whether the API server serves the preStop sleep action
 // (Kubernetes >= 1.34, where it is GA and on by default).
 func (w workloadAPI) nativeSleep() (bool, error) {
-	v, err := w.client.Discovery().ServerVersion()
+	v, err := w.discovery.ServerVersion()
 	if err != nil {
 		return false, fmt.Errorf("reading the API server's version: %w", err)
 	}
@@ -50,7 +58,7 @@ func (w workloadAPI) nativeSleep() (bool, error) {
 
 // podSpec is the pod template of a Deployment, StatefulSet or DaemonSet.
 func (w workloadAPI) podSpec(ctx context.Context, ref advise.WorkloadRef) (corev1.PodSpec, error) {
-	apps, opts := w.client.AppsV1(), metav1.GetOptions{}
+	apps, opts := w.apps, metav1.GetOptions{}
 	var spec corev1.PodSpec
 	var err error
 	switch ref.Kind {

@@ -45,24 +45,9 @@ const (
 // Asked again, advise finds nothing to change, and its --emit-policy,
 // applied with kubectl, warns about a Deployment that sleeps 1 s.
 func TestAdvisePatchFromMeasuredLag(t *testing.T) {
-	c := startNodes(t, "e2adv-", cluster.Options{Nodes: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	bin := make(chan string, 1)
-	go func() {
-		p, err := gobuild.Main(ctx, "./cmd/drainwatch", t.TempDir(), "drainwatch")
-		if err != nil {
-			t.Errorf("building drainwatch: %v", err)
-		}
-		bin <- p
-	}()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := daemonConfig(t, c.RestConfig, c.NodeNames[0], t.TempDir(), "")
-	cfg.Listener = ln
-	ds := []*nodeDaemon{runDaemon(t, cfg)}
+	c, ds, adviser := servingCluster(ctx, t, "e2adv-")
 	ns := unique("e2e-advise")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeProtocol, 3, adviseDrain)
 	five := int64(5)
@@ -95,15 +80,7 @@ func TestAdvisePatchFromMeasuredLag(t *testing.T) {
 	grace := sleep + int64(math.Ceil((maxDrain + time.Second).Seconds()))
 	t.Logf("measured: routing lag max %v, drain max %v: want preStop sleep %d s, grace %d s", maxLag, maxDrain, sleep, grace)
 
-	drainwatch := <-bin
-	advise := func(args ...string) string {
-		base := []string{"advise", "-n", ns, "deploy/web", "--url", "http://" + ln.Addr().String(), "--kubeconfig", c.Kubeconfig}
-		out, err := exec.CommandContext(ctx, drainwatch, append(base, args...)...).Output()
-		if err != nil {
-			t.Fatalf("drainwatch advise %v: %v: %s", args, err, exitStderr(err))
-		}
-		return string(out)
-	}
+	advise := func(args ...string) string { return adviser(ns, args...) }
 	t.Logf("drainwatch advise:\n%s", advise())
 	patch := strings.TrimSpace(advise("-o", "patch"))
 	out, err := c.Kubectl(ctx, "patch", "-n", ns, "deployment/web", "-p", patch)
@@ -128,6 +105,42 @@ func TestAdvisePatchFromMeasuredLag(t *testing.T) {
 		t.Errorf("advise -o patch after the patch: %s, want {}", again)
 	}
 	checkEmittedPolicy(ctx, t, c, ns, advise("--emit-policy"), sleep)
+}
+
+// servingCluster is a node with a daemon serving its HTTP API on
+// loopback, and a runner of the built `drainwatch advise` against it and
+// the cluster's kubeconfig for deploy/web of a namespace.
+func servingCluster(ctx context.Context, t *testing.T, prefix string) (*cluster.Cluster, []*nodeDaemon, func(ns string, args ...string) string) {
+	t.Helper()
+	c := startNodes(t, prefix, cluster.Options{Nodes: 1})
+	bin := make(chan string, 1)
+	go func() {
+		p, err := gobuild.Main(ctx, "./cmd/drainwatch", t.TempDir(), "drainwatch")
+		if err != nil {
+			t.Errorf("building drainwatch: %v", err)
+		}
+		bin <- p
+	}()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := daemonConfig(t, c.RestConfig, c.NodeNames[0], t.TempDir(), "")
+	cfg.Listener = ln
+	ds := []*nodeDaemon{runDaemon(t, cfg)}
+	var drainwatch string
+	return c, ds, func(ns string, args ...string) string {
+		t.Helper()
+		if drainwatch == "" {
+			drainwatch = <-bin
+		}
+		base := []string{"advise", "-n", ns, "deploy/web", "--url", "http://" + ln.Addr().String(), "--kubeconfig", c.Kubeconfig}
+		out, err := exec.CommandContext(ctx, drainwatch, append(base, args...)...).Output()
+		if err != nil {
+			t.Fatalf("drainwatch advise %v: %v: %s", args, err, exitStderr(err))
+		}
+		return string(out)
+	}
 }
 
 // checkRouterLag checks that the termination's routing source (the router,

@@ -23,7 +23,7 @@ func lagDaemon(t *testing.T, pod string, lag time.Duration) *httptest.Server {
 	term := correlate.Termination{PodUID: "uid-" + pod, Pod: pod, Node: "n1",
 		Workload: collector.Workload{Namespace: "shop", Kind: "Deployment", Name: "web", Revision: "2"},
 		Complete: true, GracePeriod: 30 * time.Second, LastConnAttempt: enr.Add(lag),
-		Marks: correlate.Marks{DeleteRequested: t0, EndpointsNotReady: enr, StopSignal: stop, Exit: stop.Add(400 * time.Millisecond)},
+		Marks:          correlate.Marks{DeleteRequested: t0, EndpointsNotReady: enr, StopSignal: stop, Exit: stop.Add(400 * time.Millisecond)},
 		RoutingSources: []correlate.RoutingSource{{Source: "node n1", Kind: "node", Refused: 2, Last: enr.Add(lag), Lag: lag}}}
 	s := httptest.NewServer(exporter.NewServer(exporter.ServerConfig{Source: oneTermination(term), Log: zerolog.Nop()}).Handler())
 	t.Cleanup(s.Close)

@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"io"
+
+	"github.com/drainwatch/drainwatch/advise"
 )
 
 // command is a subcommand and its flags, built without parsing: the CLI
@@ -18,6 +20,9 @@ var commands = []command{
 	{name: "run", flags: func(w io.Writer) *flag.FlagSet { return runFlagSet(new(runFlags), w) }},
 	{name: "trace", flags: func(w io.Writer) *flag.FlagSet { return traceFlagSet(new(traceFlags), w) }},
 	{name: "timeline", flags: func(w io.Writer) *flag.FlagSet { return timelineFlagSet(new(timelineFlags), w) }},
+	{name: "advise", flags: func(w io.Writer) *flag.FlagSet {
+		return adviseFlagSet(&adviseFlags{rule: advise.DefaultRule}, w)
+	}},
 	{name: "cleanup", flags: func(w io.Writer) *flag.FlagSet { fs, _, _ := cleanupFlagSet(w); return fs }},
 	{name: "doctor", flags: func(w io.Writer) *flag.FlagSet { return doctorFlagSet(new(doctorFlags), w) }},
 	{name: "version"},

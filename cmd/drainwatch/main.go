@@ -22,6 +22,7 @@ Usage:
   drainwatch run     [flags]   the node daemon (Kubernetes, metrics, API)
   drainwatch trace   [flags]   stream kernel events of a netns, cgroup or pid (no Kubernetes)
   drainwatch timeline [flags]  a termination's timeline from one or all daemons
+  drainwatch advise  [KIND/NAME] [flags]  preStop sleep and grace period from measured routing lag and drain
   drainwatch cleanup [flags]   detach the eBPF programs a stopped daemon left pinned
   drainwatch doctor  [flags]   check that this node (or pod) can run the daemon, with fixes
   drainwatch version           print the version
@@ -47,6 +48,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return traceCmd(args[1:], stdout, stderr)
 	case "timeline":
 		return timelineCmd(args[1:], stdout, stderr)
+	case "advise":
+		return adviseCmd(args[1:], stdout, stderr)
 	case "cleanup":
 		return cleanupCmd(args[1:], stdout, stderr)
 	case "doctor":

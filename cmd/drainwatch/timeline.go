@@ -44,17 +44,33 @@ func (u *urlList) Set(v string) error {
 	return nil
 }
 
-// timelineFlagSet builds `drainwatch timeline`'s flags into f without parsing
-// them (commands.go lists it for the CLI reference).
-func timelineFlagSet(f *timelineFlags, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("drainwatch timeline", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// daemonFlags declares the flags that say where the daemons are and how
+// to reach them, shared by timeline and advise.
+func (f *timelineFlags) daemonFlags(fs *flag.FlagSet) {
 	fs.Var(&f.urls, "url", "a daemon's address (https://NODE:9090, or http:// for one without TLS), repeatable; without it every daemon is asked through the API server's pod proxy, which carries no credential to them; no redirect is followed")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&f.context, "context", "", "kubeconfig context (default: the current one)")
 	fs.StringVar(&f.dwNamespace, "drainwatch-namespace", "drainwatch", "namespace of the drainwatch DaemonSet")
 	fs.StringVar(&f.selector, "selector", "app.kubernetes.io/name=drainwatch", "label selector of the drainwatch pods")
 	fs.IntVar(&f.port, "port", 9090, "the daemons' HTTP port")
+	fs.StringVar(&f.token, "token", "", "bearer token for --url daemons run with --auth=kubernetes (default: the kubeconfig's credentials); "+
+		"sent only to an https daemon whose certificate is verified: refused with an http:// --url or --insecure-skip-tls-verify")
+	fs.StringVar(&f.caFile, "certificate-authority", "", "CA certificate (PEM) that signed the --url daemons' serving certificate (default: the system's roots)")
+	fs.StringVar(&f.caFile, "ca-file", "", "same as --certificate-authority")
+	fs.StringVar(&f.serverName, "tls-server-name", "", "the name the --url daemons' certificate is checked for, when the URL's host is not in it: "+
+		"the chart's certificate names the metrics Service, drainwatch-metrics.drainwatch.svc (default: the URL's host)")
+	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the --url daemons' certificate; then no credential is sent, "+
+		"since the peer could be anyone and a token works against the API server too (a daemon run with --auth=kubernetes answers 401): "+
+		"pass --certificate-authority instead")
+	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up on the daemons after this long")
+}
+
+// timelineFlagSet builds `drainwatch timeline`'s flags into f without parsing
+// them (commands.go lists it for the CLI reference).
+func timelineFlagSet(f *timelineFlags, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("drainwatch timeline", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.daemonFlags(fs)
 	fs.StringVar(&f.namespace, "namespace", "", "only terminations of pods in this namespace (-n)")
 	fs.StringVar(&f.namespace, "n", "", "short for --namespace")
 	fs.StringVar(&f.revision, "revision", "", "only terminations of this revision of the workload (the revision label of the metrics)")
@@ -67,16 +83,6 @@ func timelineFlagSet(f *timelineFlags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.follow, "follow", false, "keep asking the daemons every --interval and print terminations that are new or changed, until interrupted (-f)")
 	fs.BoolVar(&f.follow, "f", false, "short for --follow")
 	fs.DurationVar(&f.interval, "interval", 5*time.Second, "with --follow, the time between two queries")
-	fs.StringVar(&f.token, "token", "", "bearer token for --url daemons run with --auth=kubernetes (default: the kubeconfig's credentials); "+
-		"sent only to an https daemon whose certificate is verified: refused with an http:// --url or --insecure-skip-tls-verify")
-	fs.StringVar(&f.caFile, "certificate-authority", "", "CA certificate (PEM) that signed the --url daemons' serving certificate (default: the system's roots)")
-	fs.StringVar(&f.caFile, "ca-file", "", "same as --certificate-authority")
-	fs.StringVar(&f.serverName, "tls-server-name", "", "the name the --url daemons' certificate is checked for, when the URL's host is not in it: "+
-		"the chart's certificate names the metrics Service, drainwatch-metrics.drainwatch.svc (default: the URL's host)")
-	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the --url daemons' certificate; then no credential is sent, "+
-		"since the peer could be anyone and a token works against the API server too (a daemon run with --auth=kubernetes answers 401): "+
-		"pass --certificate-authority instead")
-	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up on the daemons after this long")
 	return fs
 }
 

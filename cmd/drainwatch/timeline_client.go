@@ -71,14 +71,18 @@ func (f timelineFlags) kubeClient() (podProxyClient, error) {
 
 // restConfig is the kubeconfig's configuration (--kubeconfig, --context).
 func (f timelineFlags) restConfig() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = f.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: f.context}).ClientConfig()
+	cfg, err := f.clientConfig().ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig (or pass --url): %w", err)
 	}
 	return cfg, nil
+}
+
+// clientConfig is the kubeconfig (--kubeconfig, --context), loaded lazily.
+func (f timelineFlags) clientConfig() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = f.kubeconfig
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: f.context})
 }
 
 // proxiedDaemon is a daemon asked through the pod proxy. Its 401 is the

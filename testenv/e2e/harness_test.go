@@ -43,16 +43,22 @@ func startCluster(t *testing.T, prefix string, nodes int) (*cluster.Cluster, []*
 // stop-signal reporting) taken from opts.
 func startClusterWith(t *testing.T, prefix string, opts cluster.Options) (*cluster.Cluster, []*nodeDaemon) {
 	t.Helper()
-	privileged.RequireRoot(t)
-	cp := cptest.Get(t)
-	warn := zerolog.New(zerolog.NewConsoleWriter(func(w *zerolog.ConsoleWriter) { w.Out = os.Stderr })).Level(zerolog.WarnLevel)
-	opts.NodePrefix, opts.ControlPlane, opts.Log, opts.Dir = unique(strings.TrimSuffix(prefix, "-"))+"-", cp, warn, t.TempDir()
-	c := cluster.StartT(t, opts)
+	c := startNodes(t, prefix, opts)
 	var ds []*nodeDaemon
 	for _, name := range c.NodeNames {
 		ds = append(ds, startDaemon(t, c.RestConfig, name, t.TempDir()))
 	}
 	return c, ds
+}
+
+// startNodes starts the node agents of opts, without daemons.
+func startNodes(t *testing.T, prefix string, opts cluster.Options) *cluster.Cluster {
+	t.Helper()
+	privileged.RequireRoot(t)
+	cp := cptest.Get(t)
+	warn := zerolog.New(zerolog.NewConsoleWriter(func(w *zerolog.ConsoleWriter) { w.Out = os.Stderr })).Level(zerolog.WarnLevel)
+	opts.NodePrefix, opts.ControlPlane, opts.Log, opts.Dir = unique(strings.TrimSuffix(prefix, "-"))+"-", cp, warn, t.TempDir()
+	return cluster.StartT(t, opts)
 }
 
 // startDaemon runs a daemon for node with the real kernel collector.
@@ -65,23 +71,33 @@ func startDaemon(t *testing.T, rc *rest.Config, node, stateDir string) *nodeDaem
 // under pinPath (see daemon.Config.PinPath), so a restart resumes them.
 func startDaemonPinned(t *testing.T, rc *rest.Config, node, stateDir, pinPath string) *nodeDaemon {
 	t.Helper()
-	return startDaemonWith(t, rc, node, stateDir, pinPath, nil)
+	return runDaemon(t, daemonConfig(t, rc, node, stateDir, pinPath))
 }
 
 // startDaemonWith is startDaemonPinned with the configuration changed by
-// mod (nil: as it is).
+// mod.
 func startDaemonWith(t *testing.T, rc *rest.Config, node, stateDir, pinPath string, mod func(*daemon.Config)) *nodeDaemon {
 	t.Helper()
+	cfg := daemonConfig(t, rc, node, stateDir, pinPath)
+	mod(&cfg)
+	return runDaemon(t, cfg)
+}
+
+// daemonConfig is the configuration of a node's daemon in these tests.
+func daemonConfig(t *testing.T, rc *rest.Config, node, stateDir, pinPath string) daemon.Config {
 	rc = rest.CopyConfig(rc)
 	rc.ContentType = "application/vnd.kubernetes.protobuf"
-	cfg := daemon.Config{
+	return daemon.Config{
 		NodeName: node, Rest: rc, StateDir: stateDir, PinPath: pinPath,
 		Log:       logger(t, zerolog.InfoLevel).With().Str("node", node).Logger(),
 		Correlate: correlate.Config{KernelTail: time.Second, StartupWindow: startupWindow},
 	}
-	if mod != nil {
-		mod(&cfg)
-	}
+}
+
+// runDaemon runs a daemon until the test ends.
+func runDaemon(t *testing.T, cfg daemon.Config) *nodeDaemon {
+	t.Helper()
+	node, stateDir, pinPath := cfg.NodeName, cfg.StateDir, cfg.PinPath
 	d, err := daemon.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,150 @@
+package advise
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/drainwatch/drainwatch/collector"
+	"github.com/drainwatch/drainwatch/correlate"
+)
+
+var t0 = time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+
+// term is a complete termination of shop/Deployment/web whose routing lag
+// is lag (from the router "node n1") and whose drain is drain.
+func term(lag, drain time.Duration) correlate.Termination {
+	enr := t0.Add(100 * time.Millisecond)
+	stop := t0.Add(200 * time.Millisecond)
+	return correlate.Termination{
+		Workload: collector.Workload{Namespace: "shop", Kind: "Deployment", Name: "web", Revision: "3"},
+		Complete: true, GracePeriod: 30 * time.Second, LastConnAttempt: enr.Add(lag),
+		Marks:          correlate.Marks{DeleteRequested: t0, Killing: t0.Add(50 * time.Millisecond), EndpointsNotReady: enr, StopSignal: stop, Exit: stop.Add(drain)},
+		RoutingSources: []correlate.RoutingSource{{Source: "node n1", Kind: "node", Last: enr.Add(lag), Lag: lag, Refused: 1}},
+	}
+}
+
+func TestNearestRank(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		var out []time.Duration
+		for _, x := range v {
+			out = append(out, time.Duration(x)*time.Millisecond)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		samples       []time.Duration
+		p             float64
+		p50, pv, maxv time.Duration
+	}{
+		{ms(300, 100, 200), 99, 200 * time.Millisecond, 300 * time.Millisecond, 300 * time.Millisecond},
+		{ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 90, 5 * time.Millisecond, 9 * time.Millisecond, 10 * time.Millisecond},
+		{ms(7), 99, 7 * time.Millisecond, 7 * time.Millisecond, 7 * time.Millisecond},
+	} {
+		s := newStat(c.samples, c.p)
+		if time.Duration(s.P50) != c.p50 || time.Duration(s.P) != c.pv || time.Duration(s.Max) != c.maxv || s.N != len(c.samples) {
+			t.Errorf("%v p%g: %+v", c.samples, c.p, s)
+		}
+	}
+}
+
+func TestAdviseRule(t *testing.T) {
+	terms := []correlate.Termination{
+		term(1200*time.Millisecond, 300*time.Millisecond),
+		term(1520*time.Millisecond, 400*time.Millisecond),
+		term(900*time.Millisecond, 2100*time.Millisecond),
+	}
+	got := Advise(terms, DefaultRule)
+	if len(got) != 1 {
+		t.Fatalf("%d advices", len(got))
+	}
+	a := got[0]
+	// preStop ⌈1.52 + 1⌉ = 3; grace 3 + ⌈2.1 + 1⌉ = 3 + 4 = 7.
+	if !a.Enough || a.PrestopSleepSeconds != 3 || a.TerminationGraceSeconds != 7 {
+		t.Fatalf("advice %+v", a)
+	}
+	if a.RoutingLag.N != 3 || time.Duration(a.RoutingLag.P50) != 1200*time.Millisecond || len(a.Sources) != 1 || a.Sources[0].Lag.N != 3 {
+		t.Errorf("stats %+v sources %+v", a.RoutingLag, a.Sources)
+	}
+	want := "preStop sleep 3 s = ⌈p99 routing lag 1.520s + margin 1.000s⌉ (over 3 terminations; max 1.520s)"
+	if a.Why[0] != want {
+		t.Errorf("why %q, want %q", a.Why[0], want)
+	}
+	if a.Why[1] != "terminationGracePeriodSeconds 7 = preStop 3 s + ⌈p99 drain 2.100s + margin 1.000s⌉ (over 3 terminations; max 2.100s)" {
+		t.Errorf("why %q", a.Why[1])
+	}
+	// A wider margin, a lower percentile.
+	b := Advise(terms, Rule{MinTerminations: 3, Percentile: 50, Margin: 2 * time.Second})[0]
+	if b.PrestopSleepSeconds != 4 || b.TerminationGraceSeconds != 4+3 {
+		t.Errorf("p50 margin 2s: %+v", b)
+	}
+}
+
+func TestAdviseTooFewSaysSoAndAdvisesNothing(t *testing.T) {
+	partial := term(time.Second, time.Second)
+	partial.Partial = true
+	incomplete := term(time.Second, time.Second)
+	incomplete.Complete = false
+	a := Advise([]correlate.Termination{term(time.Second, time.Second), term(time.Second, time.Second), partial, incomplete}, DefaultRule)[0]
+	if a.Enough || a.PrestopSleepSeconds != 0 || a.TerminationGraceSeconds != 0 || a.Skipped != 2 || a.Terminations != 2 {
+		t.Fatalf("%+v", a)
+	}
+	if !strings.HasPrefix(a.Why[0], "too few terminations to advise: routing lag measured in 2, drain in 2, the rule wants 3") {
+		t.Errorf("why %q", a.Why)
+	}
+	if p, _, _ := Patch(a, corev1.PodSpec{}, true); p != nil {
+		t.Errorf("patch %s for too few", p)
+	}
+}
+
+func TestAdviseNoTrafficAfterTheMarkIsZeroLag(t *testing.T) {
+	quiet := term(0, time.Second)
+	quiet.LastConnAttempt = t0 // before endpoints_not_ready
+	none := term(0, time.Second)
+	none.LastConnAttempt = time.Time{}
+	a := Advise([]correlate.Termination{quiet, quiet, quiet, none}, DefaultRule)[0]
+	if a.RoutingLag.N != 3 || a.RoutingLag.Max != 0 || a.PrestopSleepSeconds != 1 || a.TerminationGraceSeconds != 3 {
+		t.Errorf("%+v", a)
+	}
+}
+
+func TestAdviseNotes(t *testing.T) {
+	killed := term(time.Second, 5*time.Second)
+	killed.Marks.Sigkill = killed.Marks.Exit
+	killed.Counts.RequestsResetOnReusedConnections = 5
+	killed.ReuseResets.AfterStopSignal = 2
+	a := Advise([]correlate.Termination{killed, term(time.Second, time.Second), term(time.Second, time.Second)}, DefaultRule)[0]
+	if a.DrainCutBySigkill != 1 || a.ResetsOnReuse != 5 || a.ResetsBeforeStopSignal != 3 || len(a.Notes) != 3 {
+		t.Fatalf("%+v", a)
+	}
+	if !strings.HasPrefix(a.Notes[1], "3 requests were reset on reused connections before the stop signal: the server's idle timeout is shorter") {
+		t.Errorf("notes %q", a.Notes)
+	}
+}
+
+func TestAdviseGroupsByWorkload(t *testing.T) {
+	other := term(time.Second, time.Second)
+	other.Workload.Name = "api"
+	other.Workload.Revision = "9"
+	a := Advise([]correlate.Termination{term(time.Second, time.Second), other, term(time.Second, time.Second)}, DefaultRule)
+	if len(a) != 2 || a[0].Workload.Name != "api" || a[1].Workload.Name != "web" || a[1].Terminations != 2 {
+		t.Errorf("%+v", a)
+	}
+	if _, err := json.Marshal(a); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRuleCheck(t *testing.T) {
+	for _, r := range []Rule{{0, 99, 0}, {3, 0, 0}, {3, 101, 0}, {3, 99, -time.Second}} {
+		if r.Check() == nil {
+			t.Errorf("%+v accepted", r)
+		}
+	}
+	if err := DefaultRule.Check(); err != nil {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,52 @@
+package advise
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/drainwatch/drainwatch/correlate"
+)
+
+// recommend applies the rule to a's statistics:
+//
+//	preStop sleep = ⌈p(routing lag) + margin⌉ s
+//	grace period  = preStop sleep + ⌈p(drain) + margin⌉ s
+//
+// each only from at least MinTerminations samples; with fewer, nothing is
+// advised and Why says what is missing.
+func recommend(a *Advice, r Rule) {
+	pct := fmt.Sprintf("p%g", r.Percentile)
+	if a.RoutingLag.N < r.MinTerminations || a.Drain.N < r.MinTerminations {
+		a.Why = append(a.Why, fmt.Sprintf("too few terminations to advise: routing lag measured in %d, drain in %d, the rule wants %d (%d skipped: partial, incomplete or container restarts)",
+			a.RoutingLag.N, a.Drain.N, r.MinTerminations, a.Skipped))
+		return
+	}
+	a.Enough = true
+	lag, drain := time.Duration(a.RoutingLag.P), time.Duration(a.Drain.P)
+	a.PrestopSleepSeconds = ceilSeconds(lag + r.Margin)
+	drainPart := ceilSeconds(drain + r.Margin)
+	a.TerminationGraceSeconds = a.PrestopSleepSeconds + drainPart
+	a.Why = append(a.Why,
+		fmt.Sprintf("preStop sleep %d s = ⌈%s routing lag %s + margin %s⌉ (over %d terminations; max %s)",
+			a.PrestopSleepSeconds, pct, sec(lag), sec(r.Margin), a.RoutingLag.N, sec(time.Duration(a.RoutingLag.Max))),
+		fmt.Sprintf("terminationGracePeriodSeconds %d = preStop %d s + ⌈%s drain %s + margin %s⌉ (over %d terminations; max %s)",
+			a.TerminationGraceSeconds, a.PrestopSleepSeconds, pct, sec(drain), sec(r.Margin), a.Drain.N, sec(time.Duration(a.Drain.Max))))
+	notes(a)
+}
+
+// notes adds what the values rest on and what they do not cover.
+func notes(a *Advice) {
+	if a.DrainCutBySigkill > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("SIGKILL ended the drain of %d of %d terminations: their drain is a lower bound, the server needs longer (or ignores its stop signal)",
+			a.DrainCutBySigkill, a.Terminations))
+	}
+	if a.ResetsBeforeStopSignal > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("%d requests were reset on reused connections before the stop signal: the server's idle timeout is shorter than a connection pool's in front of it; set it above every upstream pool's idle timeout (drainwatch sees the resets, not the pools' settings)",
+			a.ResetsBeforeStopSignal))
+	}
+	if n := a.ResetsOnReuse - a.ResetsBeforeStopSignal; n > 0 {
+		a.Notes = append(a.Notes, fmt.Sprintf("%d requests were reset on reused connections after the stop signal: the shutdown closed idle connections routing still used; the preStop sleep keeps the server open until routing has moved", n))
+	}
+}
+
+func sec(d time.Duration) string { return correlate.FormatSecondsMs(d) }

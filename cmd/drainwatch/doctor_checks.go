@@ -115,7 +115,6 @@ var neededCaps = []struct {
 	{"CAP_BPF", 39, checkFail, "load the programs and create their maps"},
 	{"CAP_PERFMON", 38, checkFail, "attach the tracing programs and read kernel memory"},
 	{"CAP_SYS_RESOURCE", 24, checkWarn, "raise RLIMIT_MEMLOCK (kernels before 5.11)"},
-	{"CAP_SYS_PTRACE", 19, checkWarn, "read /proc/<pid>/ns/net of pods running as another user"},
 }
 
 const capSysAdminBit = 21
@@ -130,7 +129,7 @@ func checkCapabilities(env doctorEnv) []checkResult {
 		r := checkResult{Check: "capability " + c.name, Status: checkOK, Detail: "effective"}
 		if eff&(1<<c.bit) == 0 {
 			r.Status, r.Detail = c.miss, "not effective: cannot "+c.why
-			if eff&(1<<capSysAdminBit) != 0 && c.bit != 24 && c.bit != 19 {
+			if eff&(1<<capSysAdminBit) != 0 && c.bit != 24 {
 				r.Status, r.Detail = checkOK, "not effective, CAP_SYS_ADMIN covers it"
 			}
 			if c.bit == 24 && kernelAtLeast(env.kernelRelease, 5, 11) {

@@ -110,7 +110,7 @@ type Kernel struct {
 // reported by Probes and logged; Open fails only when the environment
 // is unusable or no probe attached.
 func Open(opts Options) (*Kernel, error) {
-	if err := preflight(opts.Logger); err != nil {
+	if err := preflight(opts.Logger, opts.PinPath); err != nil {
 		return nil, err
 	}
 	if opts.Buffer <= 0 {

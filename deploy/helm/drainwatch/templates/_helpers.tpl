@@ -37,3 +37,12 @@ app.kubernetes.io/name: {{ .Chart.Name }}
 {{- define "drainwatch.probeScheme" -}}
 {{- if or .Values.tls.secretName .Values.tls.selfSigned -}}, scheme: HTTPS{{- end -}}
 {{- end -}}
+
+{{/* The pin directory, the only part of the host's bpffs the pod mounts. */}}
+{{- define "drainwatch.pinPath" -}}
+{{- $p := default "/sys/fs/bpf/drainwatch" .Values.pinPath -}}
+{{- if not (hasPrefix "/sys/fs/bpf/" $p) -}}
+{{- fail (printf "pinPath %q: must be a directory under /sys/fs/bpf/ (the host's bpffs)" $p) -}}
+{{- end -}}
+{{- $p -}}
+{{- end -}}

@@ -45,9 +45,13 @@ func Flags(ds *appsv1.DaemonSet, hostPaths map[string]string) ([]string, error) 
 	if sc.Privileged != nil && *sc.Privileged {
 		flags = append(flags, "--privileged")
 	}
-	if sc.RunAsUser == nil || *sc.RunAsUser != 0 {
-		return nil, fmt.Errorf("runAsUser %v: ctr 1.6 has no --user; the image's default user (root) is only right for runAsUser 0", sc.RunAsUser)
+	// The image's USER is nonroot (testenv/oci): runAsUser replaces it, as
+	// the CRI does. ctr 1.6 has no --user; the runc wrapper sets the uid
+	// from this annotation (gid = uid: root's group for runAsUser 0).
+	if sc.RunAsUser == nil {
+		return nil, fmt.Errorf("container %s has no runAsUser: it would run as the image's nonroot USER without its capabilities", c.Name)
 	}
+	flags = append(flags, "--annotation", fmt.Sprintf("%s=%d", runAsUserAnnotation, *sc.RunAsUser))
 	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 		flags = append(flags, "--allow-new-privs")
 	}

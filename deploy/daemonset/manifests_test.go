@@ -152,15 +152,19 @@ func TestDaemonSetLeastPrivilege(t *testing.T) {
 	// Only drainwatch's own bpffs directory (the daemon's default pin
 	// path), not every program's pins; no tracefs: every program is
 	// tp_btf or a task iterator (collector/kernel/probes.go).
-	wantRO := map[string]bool{"/sys/kernel/btf": true, "/sys/fs/cgroup": true,
+	// /sys/fs/bpf is an empty volume: the pin directory's mount point.
+	wantRO := map[string]bool{"/sys/kernel/btf": true, "/sys/fs/cgroup": true, "/sys/fs/bpf": false,
 		daemon.DefaultPinPath: false, "/var/lib/drainwatch": false}
 	if !reflect.DeepEqual(readOnly, wantRO) {
 		t.Errorf("mounts (path: readOnly) %v, want %v", readOnly, wantRO)
 	}
 	hostPaths := map[string]string{}
 	for _, v := range pod.Volumes {
-		if v.HostPath != nil {
+		switch {
+		case v.HostPath != nil:
 			hostPaths[v.HostPath.Path] = string(*v.HostPath.Type)
+		case v.EmptyDir == nil:
+			t.Errorf("volume %s: neither hostPath nor emptyDir", v.Name)
 		}
 	}
 	wantHost := map[string]string{"/sys/kernel/btf": "Directory", "/sys/fs/cgroup": "Directory",

@@ -11,8 +11,9 @@ import (
 )
 
 // TestPinPathIsTheOnlyBPFFSMount: the pod mounts the pin directory of the
-// host's bpffs (pinPath), at the same path, and nothing else of bpffs or
-// tracefs; a pinPath outside /sys/fs/bpf/ does not render.
+// host's bpffs (pinPath), at the same path inside an empty /sys/fs/bpf
+// (its mount point), and nothing else of bpffs or tracefs; a pinPath
+// outside /sys/fs/bpf/ does not render.
 func TestPinPathIsTheOnlyBPFFSMount(t *testing.T) {
 	for _, tc := range []struct{ pinPath, want string }{{"", "/sys/fs/bpf/drainwatch"}, {"/sys/fs/bpf/dw", "/sys/fs/bpf/dw"}} {
 		ds := objects(t, template(t, "--set", "pinPath="+tc.pinPath))["DaemonSet/drainwatch"]
@@ -27,7 +28,7 @@ func TestPinPathIsTheOnlyBPFFSMount(t *testing.T) {
 				hostPaths = append(hostPaths, hp["path"].(string)+" "+hp["type"].(string))
 			}
 		}
-		wantMounts := []string{"/sys/kernel/btf", "/sys/fs/cgroup", tc.want, "/var/lib/drainwatch"}
+		wantMounts := []string{"/sys/kernel/btf", "/sys/fs/cgroup", "/sys/fs/bpf", tc.want, "/var/lib/drainwatch"}
 		wantHost := []string{"/sys/kernel/btf Directory", "/sys/fs/cgroup Directory", tc.want + " DirectoryOrCreate", "/var/lib/drainwatch DirectoryOrCreate"}
 		if !cmp.Equal(mounts, wantMounts) || !cmp.Equal(hostPaths, wantHost) {
 			t.Errorf("pinPath %q: mounts %v, hostPaths %v; want %v, %v", tc.pinPath, mounts, hostPaths, wantMounts, wantHost)

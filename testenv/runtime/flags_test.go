@@ -25,6 +25,7 @@ func TestFlagsFromManifest(t *testing.T) {
 		"--annotation io.drainwatch.test/host-pid=true " +
 		"--mount type=bind,src=/sys/kernel/btf,dst=/sys/kernel/btf,options=rbind:rprivate:ro " +
 		"--mount type=bind,src=/sys/fs/cgroup,dst=/sys/fs/cgroup,options=rbind:rprivate:ro " +
+		"--mount type=tmpfs,src=tmpfs,dst=/sys/fs/bpf,options=nosuid:nodev:rw " +
 		"--mount type=bind,src=/sys/fs/bpf/drainwatch,dst=/sys/fs/bpf/drainwatch,options=rbind:rprivate:rw " +
 		"--mount type=bind,src=/tmp/state,dst=/var/lib/drainwatch,options=rbind:rprivate:rw"
 	if got := strings.Join(flags, " "); got != want {

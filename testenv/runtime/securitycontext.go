@@ -123,8 +123,13 @@ func mountFlags(pod corev1.PodSpec, c corev1.Container, hostPaths map[string]str
 	var flags []string
 	for _, m := range c.VolumeMounts {
 		v, ok := vols[m.Name]
+		if ok && v.EmptyDir != nil && v.EmptyDir.Medium == "" {
+			// An empty directory of the pod (the kubelet's): a tmpfs here.
+			flags = append(flags, "--mount", fmt.Sprintf("type=tmpfs,src=tmpfs,dst=%s,options=nosuid:nodev:rw", m.MountPath))
+			continue
+		}
 		if !ok || v.HostPath == nil {
-			return nil, fmt.Errorf("volumeMount %s: not a hostPath volume", m.Name)
+			return nil, fmt.Errorf("volumeMount %s: not a hostPath or emptyDir volume", m.Name)
 		}
 		src := v.HostPath.Path
 		if alt, ok := hostPaths[src]; ok {

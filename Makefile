@@ -38,7 +38,7 @@ export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 export GOTOOLCHAIN ?= auto
 
 .PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane realnode \
-        vmkernel support-matrix docs helm opconfig vulncheck check-tidy test test-unit vet lab clean image bench scale fuzz fuzz-short fuzz-targets soak
+        vmkernel support-matrix docs helm opconfig vulncheck check-tidy test test-unit vet lab clean image release-version bench scale fuzz fuzz-short fuzz-targets soak
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
@@ -73,6 +73,9 @@ IMAGE_ARCHES ?= amd64 arm64
 
 image: ## Build the OCI image (bin/drainwatch-oci/, .tar, per-arch tarballs) without a container engine.
 	@GO=$(GO) bash testenv/scripts/image.sh $(BIN) $(VERSION) $(IMAGE_ARCHES)
+
+release-version: ## Set the image tag a release installs (chart appVersion and version, kustomize newTag): make release-version VERSION=vX.Y.Z.
+	@bash testenv/scripts/set-version.sh $(VERSION)
 
 controlplane: ## Build (once, cached in .cache/) etcd, the Kubernetes control plane and kube-proxy from k8s.io/kubernetes.
 	@bash testenv/scripts/build-controlplane.sh $(K8S_VERSION) $(K8S_BIN)

@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -68,6 +69,12 @@ func (k *fakeKernel) ScopeAccepts(uint32) (collector.AcceptSummary, error) {
 	return collector.AcceptSummary{}, nil
 }
 func (k *fakeKernel) UnwatchAddr(netip.Addr) error { return nil }
+
+// ProcessNetns fails as on a kernel without task iterators: the fake's
+// /proc is a temp dir, read by the /proc/<pid>/ns/net fallback.
+func (k *fakeKernel) ProcessNetns() (map[int]uint32, error) {
+	return nil, errors.New("no BPF task iterator in this fake")
+}
 
 func (k *fakeKernel) UnwatchCgroup(id uint64) error {
 	k.set(func() { delete(k.cgroups, id) })

@@ -26,18 +26,19 @@ import (
 // idleKernel is a kernel side that delivers nothing.
 type idleKernel struct{}
 
-func (idleKernel) WatchNetns(uint32) error        { return nil }
-func (idleKernel) UnwatchNetns(uint32) error      { return nil }
-func (idleKernel) WatchCgroup(uint64) error       { return nil }
-func (idleKernel) UnwatchCgroup(uint64) error     { return nil }
-func (idleKernel) WatchAddr(netip.Addr) error     { return nil }
-func (idleKernel) UnwatchAddr(netip.Addr) error   { return nil }
-func (idleKernel) Events() <-chan collector.Event { return nil }
-func (idleKernel) Stats() (kernel.Stats, error)   { return kernel.Stats{}, nil }
-func (idleKernel) Probes() []kernel.ProbeStatus   { return nil }
-func (idleKernel) Close() error                   { return nil }
-func (idleKernel) SetDetail(uint32, bool) error   { return nil }
-func (idleKernel) SetProbeComms([]string) error   { return nil }
+func (idleKernel) WatchNetns(uint32) error               { return nil }
+func (idleKernel) UnwatchNetns(uint32) error             { return nil }
+func (idleKernel) WatchCgroup(uint64) error              { return nil }
+func (idleKernel) ProcessNetns() (map[int]uint32, error) { return map[int]uint32{}, nil }
+func (idleKernel) UnwatchCgroup(uint64) error            { return nil }
+func (idleKernel) WatchAddr(netip.Addr) error            { return nil }
+func (idleKernel) UnwatchAddr(netip.Addr) error          { return nil }
+func (idleKernel) Events() <-chan collector.Event        { return nil }
+func (idleKernel) Stats() (kernel.Stats, error)          { return kernel.Stats{}, nil }
+func (idleKernel) Probes() []kernel.ProbeStatus          { return nil }
+func (idleKernel) Close() error                          { return nil }
+func (idleKernel) SetDetail(uint32, bool) error          { return nil }
+func (idleKernel) SetProbeComms([]string) error          { return nil }
 func (idleKernel) ScopeAccepts(uint32) (collector.AcceptSummary, error) {
 	return collector.AcceptSummary{}, nil
 }

@@ -40,7 +40,7 @@ func hostEnv(f doctorFlags) doctorEnv {
 		kernelRelease: unix.ByteSliceToString(u.Release[:]),
 		btfPath:       "/sys/kernel/btf/vmlinux",
 		tracefsPath:   "/sys/kernel/tracing",
-		bpffsPath:     "/sys/fs/bpf",
+		bpffsPath:     pinFilesystem(f.pinPath),
 		pinPath:       f.pinPath,
 		cgroupRoot:    f.cgroupRoot,
 		nodeName:      f.nodeName,
@@ -51,6 +51,18 @@ func hostEnv(f doctorFlags) doctorEnv {
 	}
 }
 
+// pinFilesystem is where the pins' filesystem is checked: the pin path or
+// its nearest existing parent (the DaemonSet mounts only the pin directory
+// of the host's bpffs), else /sys/fs/bpf.
+func pinFilesystem(pinPath string) string {
+	for p := filepath.Clean(pinPath); pinPath != "" && p != "/" && p != "."; p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return "/sys/fs/bpf"
+}
+
 // runChecks runs every check in the order a user fixes them.
 func runChecks(env doctorEnv) []checkResult {
 	rs := []checkResult{checkKernel(env.kernelRelease), checkBTF(env.btfPath)}
@@ -59,7 +71,7 @@ func runChecks(env doctorEnv) []checkResult {
 		checkMount("tracefs", env.tracefsPath, unix.TRACEFS_MAGIC, env.fsMagic, checkWarn,
 			"mount -t tracefs tracefs /sys/kernel/tracing (operators read it; the tp_btf programs do not need it)"),
 		checkMount("bpffs", env.bpffsPath, unix.BPF_FS_MAGIC, env.fsMagic, checkFail,
-			"mount -t bpf bpf /sys/fs/bpf on the host and mount it into the pod (hostPath /sys/fs/bpf)"),
+			"mount -t bpf bpf /sys/fs/bpf on the host and mount the pin directory into the pod (hostPath /sys/fs/bpf/drainwatch)"),
 		checkPinPath(env.pinPath),
 		checkCgroup2(env.cgroupRoot),
 		checkNodeName(env.nodeName),
@@ -115,7 +127,6 @@ var neededCaps = []struct {
 	{"CAP_BPF", 39, checkFail, "load the programs and create their maps"},
 	{"CAP_PERFMON", 38, checkFail, "attach the tracing programs and read kernel memory"},
 	{"CAP_SYS_RESOURCE", 24, checkWarn, "raise RLIMIT_MEMLOCK (kernels before 5.11)"},
-	{"CAP_SYS_PTRACE", 19, checkWarn, "read /proc/<pid>/ns/net of pods running as another user"},
 }
 
 const capSysAdminBit = 21
@@ -130,7 +141,7 @@ func checkCapabilities(env doctorEnv) []checkResult {
 		r := checkResult{Check: "capability " + c.name, Status: checkOK, Detail: "effective"}
 		if eff&(1<<c.bit) == 0 {
 			r.Status, r.Detail = c.miss, "not effective: cannot "+c.why
-			if eff&(1<<capSysAdminBit) != 0 && c.bit != 24 && c.bit != 19 {
+			if eff&(1<<capSysAdminBit) != 0 && c.bit != 24 {
 				r.Status, r.Detail = checkOK, "not effective, CAP_SYS_ADMIN covers it"
 			}
 			if c.bit == 24 && kernelAtLeast(env.kernelRelease, 5, 11) {

@@ -26,15 +26,15 @@ type apiAccess struct {
 }
 
 var neededAccess = []apiAccess{
-	{"", "pods", []string{"get", "list", "watch"}},
-	{"", "nodes", []string{"get", "list", "watch"}},
+	{"", "pods", []string{"list", "watch"}},
+	{"", "nodes", []string{"list", "watch"}},
 	{"", "events", []string{"list", "watch", "create", "patch"}},
-	{"", "services", []string{"get", "list", "watch"}},
-	{"discovery.k8s.io", "endpointslices", []string{"get", "list", "watch"}},
-	{"apps", "replicasets", []string{"get", "list", "watch"}},
-	{"apps", "deployments", []string{"get", "list", "watch"}},
-	{"apps", "statefulsets", []string{"get", "list", "watch"}},
-	{"apps", "daemonsets", []string{"get", "list", "watch"}},
+	{"", "services", []string{"list", "watch"}},
+	{"discovery.k8s.io", "endpointslices", []string{"list", "watch"}},
+	{"apps", "replicasets", []string{"get"}},
+	{"apps", "deployments", []string{"get"}},
+	{"apps", "statefulsets", []string{"get"}},
+	{"apps", "daemonsets", []string{"get"}},
 	{"batch", "jobs", []string{"get"}},
 	{"argoproj.io", "rollouts", []string{"get"}},
 	// --auth=kubernetes: the reviews that authenticate and authorize scrapers.

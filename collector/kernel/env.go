@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -23,17 +24,20 @@ const (
 
 // preflight turns the usual reasons eBPF cannot load into errors a user can
 // act on, before the verifier or the kernel return a bare EPERM.
-func preflight(log zerolog.Logger) error {
+func preflight(log zerolog.Logger, pinPath string) error {
 	if err := checkCapabilities(); err != nil {
 		return err
 	}
 	if _, err := os.Stat(kernelBTFPath); err != nil {
 		return fmt.Errorf("kernel BTF is missing (%v): drainwatch needs a kernel built with CONFIG_DEBUG_INFO_BTF=y", err)
 	}
-	// tp_btf programs need neither tracefs nor bpffs, but operators debug
-	// with both; mount them when missing and say how when that fails.
-	ensureMounted(log, "/sys/kernel/tracing", "tracefs", "tracefs")
-	ensureMounted(log, "/sys/fs/bpf", "bpf", "bpffs")
+	// tp_btf programs and the task iterator need no tracefs (their hooks
+	// are named by BTF), and bpffs only for the pins. A pin path already on
+	// bpffs (the DaemonSet mounts only /sys/fs/bpf/drainwatch) needs no
+	// mount; on a host without bpffs, mount it and say how when that fails.
+	if pinPath != "" && !onBPFFS(pinPath) {
+		ensureMounted(log, "/sys/fs/bpf", "bpf", "bpffs")
+	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return fmt.Errorf("raising RLIMIT_MEMLOCK for BPF maps: %w", err)
 	}
@@ -71,6 +75,19 @@ func EffectiveCaps() (uint64, error) {
 		}
 	}
 	return 0, errors.New("reading capabilities: no CapEff in /proc/self/status")
+}
+
+// onBPFFS reports whether path, or its nearest existing parent, is on bpffs.
+func onBPFFS(path string) bool {
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		var st unix.Statfs_t
+		if err := unix.Statfs(p, &st); err == nil {
+			return st.Type == unix.BPF_FS_MAGIC
+		}
+		if p == "/" || p == "." {
+			return false
+		}
+	}
 }
 
 func ensureMounted(log zerolog.Logger, dir, fstype, name string) {

@@ -15,3 +15,4 @@ package kernel
 //go:generate go tool bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -go-package kernel -output-stem refused refused ../../bpf/refused.bpf.c -- -I../../bpf
 //go:generate go tool bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -go-package kernel -output-stem signal signal ../../bpf/signal.bpf.c -- -I../../bpf
 //go:generate go tool bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -go-package kernel -output-stem exit exit ../../bpf/exit.bpf.c -- -I../../bpf
+//go:generate go tool bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -go-package kernel -output-stem tasknetns taskNetns ../../bpf/task_netns.bpf.c -- -I../../bpf

@@ -72,6 +72,8 @@ type Kernel struct {
 	// probesMu guards probes: SetMessageProbes updates them at run time.
 	probesMu sync.Mutex
 	msg      messageProbes
+	// procNetns reads every process's network namespace (the binder's).
+	procNetns ProcessNetns
 	// linkPins names each link's pin (parallel to links), when pinning.
 	linkPins []string
 	pins     *pinSet
@@ -108,7 +110,7 @@ type Kernel struct {
 // reported by Probes and logged; Open fails only when the environment
 // is unusable or no probe attached.
 func Open(opts Options) (*Kernel, error) {
-	if err := preflight(opts.Logger); err != nil {
+	if err := preflight(opts.Logger, opts.PinPath); err != nil {
 		return nil, err
 	}
 	if opts.Buffer <= 0 {
@@ -249,7 +251,7 @@ func (k *Kernel) Unpin() error {
 }
 
 func (k *Kernel) closeKernelObjects() error {
-	errs := []error{k.closeMessageProbes()}
+	errs := []error{k.closeMessageProbes(), k.procNetns.Close()}
 	for _, l := range k.links {
 		errs = append(errs, l.Close())
 	}

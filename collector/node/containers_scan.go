@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // maxCgroupDepth bounds the walk: the deepest kubelet layout (systemd driver
@@ -98,13 +100,22 @@ func ContainerNetns(procRoot, dir string) (ino uint32, ok bool, err error) {
 	return 0, false, sc.Err()
 }
 
-// OpenContainerNetns opens the network namespace of the container whose
+// OpenContainerNetns holds the network namespace of the container whose
 // cgroup is dir (through the first live process in its cgroup.procs) and
-// returns the open file with the namespace's inode. Holding the file keeps
+// returns the held file with the namespace's inode. Holding the file keeps
 // the namespace, and so its inode number, from being reused by a new pod
 // while the old pod's events are still attributed by that number. ok is
 // false when the cgroup has no process.
-func OpenContainerNetns(procRoot, dir string) (f *os.File, ino uint32, ok bool, err error) {
+//
+// The inode comes from the kernel's task (processNetns, a BPF task
+// iterator: kernel.ProcessNetns) and the namespace is held by
+// /proc/<pid>/net/dev, which pins its network namespace while open: neither
+// needs ptrace access to the pod's processes, as /proc/<pid>/ns/net does
+// (CAP_SYS_PTRACE for pods of another user or with capabilities the daemon
+// lacks). A pidfd opened first proves that the pid named the same process
+// from the open to the read. A nil processNetns (a kernel without BPF
+// iterators) falls back to /proc/<pid>/ns/net.
+func OpenContainerNetns(procRoot, dir string, processNetns func() (map[int]uint32, error)) (f *os.File, ino uint32, ok bool, err error) {
 	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("reading processes of cgroup %s: %w", dir, err)
@@ -114,18 +125,79 @@ func OpenContainerNetns(procRoot, dir string) (f *os.File, ino uint32, ok bool, 
 		if err != nil || runtimeHelper(procRoot, pid) {
 			continue
 		}
-		f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(pid), "ns", "net"))
-		if err != nil {
+		if processNetns == nil {
+			f, ino, err = openNsNet(procRoot, pid)
+		} else {
+			f, ino, err = holdProcessNetns(procRoot, pid, processNetns)
+		}
+		if errors.Is(err, errProcessGone) {
 			continue // exited meanwhile: try the next one
 		}
-		var st syscall.Stat_t
-		if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-			f.Close()
-			continue
+		if err != nil {
+			return nil, 0, false, err
 		}
-		return f, uint32(st.Ino), true, nil
+		return f, ino, true, nil
 	}
 	return nil, 0, false, nil
+}
+
+// ProcessNetnsError: the kernel could not report process namespaces.
+type ProcessNetnsError struct{ Err error }
+
+func (e *ProcessNetnsError) Error() string {
+	return "reading process network namespaces from the kernel: " + e.Err.Error()
+}
+
+func (e *ProcessNetnsError) Unwrap() error { return e.Err }
+
+// errProcessGone: the process exited while its namespace was being read.
+var errProcessGone = errors.New("process exited")
+
+// holdProcessNetns opens /proc/<pid>/net/dev and reads the process's
+// namespace inode from the kernel, while a pidfd shows the process alive.
+func holdProcessNetns(procRoot string, pid int, processNetns func() (map[int]uint32, error)) (*os.File, uint32, error) {
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil, 0, errProcessGone
+	}
+	defer unix.Close(pidfd)
+	f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(pid), "net", "dev"))
+	if err != nil {
+		return nil, 0, errProcessGone
+	}
+	all, err := processNetns()
+	if err != nil {
+		f.Close()
+		return nil, 0, &ProcessNetnsError{Err: err}
+	}
+	ino, listed := all[pid]
+	if !listed || exited(pidfd) {
+		f.Close()
+		return nil, 0, errProcessGone
+	}
+	return f, ino, nil
+}
+
+// exited reports whether the process of pidfd has exited (the pidfd is
+// readable then).
+func exited(pidfd int) bool {
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err != nil || n > 0
+}
+
+// openNsNet opens /proc/<pid>/ns/net, which needs ptrace read access to pid.
+func openNsNet(procRoot string, pid int) (*os.File, uint32, error) {
+	f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(pid), "ns", "net"))
+	if err != nil {
+		return nil, 0, errProcessGone
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, 0, errProcessGone
+	}
+	return f, uint32(st.Ino), nil
 }
 
 // runcStages are the names runc's init process has while it is in the

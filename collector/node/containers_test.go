@@ -111,11 +111,23 @@ func TestContainerNetns(t *testing.T) {
 	if want := uint32(inode(t, "/proc/self/ns/net")); ino != want {
 		t.Fatalf("netns inode = %d, want %d", ino, want)
 	}
-	f, ino2, ok, err := OpenContainerNetns("/proc", dir)
+	f, ino2, ok, err := OpenContainerNetns("/proc", dir, nil)
 	if err != nil || !ok || ino2 != ino {
 		t.Fatalf("OpenContainerNetns = %d, %v, %v; want %d", ino2, ok, err, ino)
 	}
 	f.Close()
+	// From the kernel's tasks (a stand-in here; kernel.ProcessNetns in
+	// collector/kernel's test): the namespace is held by /proc/<pid>/net/dev.
+	fromKernel := func() (map[int]uint32, error) { return map[int]uint32{os.Getpid(): ino}, nil }
+	f, ino2, ok, err = OpenContainerNetns("/proc", dir, fromKernel)
+	if err != nil || !ok || ino2 != ino || f.Name() != "/proc/"+strconv.Itoa(os.Getpid())+"/net/dev" {
+		t.Fatalf("OpenContainerNetns from the kernel = %v, %d, %v, %v; want /proc/%d/net/dev, %d", f, ino2, ok, err, os.Getpid(), ino)
+	}
+	f.Close()
+	notListed := func() (map[int]uint32, error) { return map[int]uint32{}, nil }
+	if _, _, ok, err := OpenContainerNetns("/proc", dir, notListed); ok || err != nil {
+		t.Fatalf("a process the kernel does not list: ok=%v err=%v, want not ok, no error", ok, err)
+	}
 	os.WriteFile(filepath.Join(dir, "cgroup.procs"), nil, 0o644)
 	if _, ok, err := ContainerNetns("/proc", dir); ok || err != nil {
 		t.Fatalf("empty cgroup: ok=%v err=%v, want not ok and no error", ok, err)

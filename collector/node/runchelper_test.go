@@ -24,7 +24,7 @@ func TestNetnsSkipsRuncInit(t *testing.T) {
 	}
 	mustOK(t, os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(procs), 0o644))
 	want := uint32(inode(t, filepath.Join(proc, "104", "ns", "net")))
-	f, ino, ok, err := OpenContainerNetns(proc, cg)
+	f, ino, ok, err := OpenContainerNetns(proc, cg, nil)
 	if err != nil || !ok || ino != want {
 		t.Fatalf("OpenContainerNetns = %d, %v, %v; want pause's %d", ino, ok, err, want)
 	}
@@ -33,7 +33,7 @@ func TestNetnsSkipsRuncInit(t *testing.T) {
 		t.Fatalf("ContainerNetns = %d, %v, %v; want pause's %d", ino, ok, err, want)
 	}
 	mustOK(t, os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte("100\n101\n102\n103\n"), 0o644))
-	if _, _, ok, err := OpenContainerNetns(proc, cg); ok || err != nil {
+	if _, _, ok, err := OpenContainerNetns(proc, cg, nil); ok || err != nil {
 		t.Fatalf("only runc's init: ok=%v err=%v, want not ok, no error", ok, err)
 	}
 }

@@ -41,6 +41,9 @@ type Watcher interface {
 	// (see kernel.SetDetail for the exact handover).
 	SetDetail(ino uint32, on bool) error
 	ScopeAccepts(ino uint32) (collector.AcceptSummary, error)
+	// ProcessNetns reads every process's network namespace inode from
+	// the kernel, by pid (see OpenContainerNetns).
+	ProcessNetns() (map[int]uint32, error)
 }
 
 // ScopeRecord is one pod's watched kernel scopes, as a checkpoint keeps them.
@@ -112,6 +115,12 @@ type Scopes struct {
 	addrOwner   map[netip.Addr]string // pod IP → pod UID (IPs are reused)
 	lastScan    time.Time
 	cgroups     map[string][]FoundCgroup // by pod UID, from the last scan
+	// nsFiles: the kernel cannot read process namespaces (no BPF task
+	// iterator): they are read from /proc/<pid>/ns/net, which needs ptrace
+	// access (CAP_SYS_PTRACE) to the pods' processes.
+	nsFiles bool
+	// nsProbed: the kernel was asked once whether it can.
+	nsProbed bool
 }
 
 // NewScopes binds pods found under the cgroup v2 root (and /proc at proc).

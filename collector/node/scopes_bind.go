@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -31,7 +32,7 @@ func (s *Scopes) bind(ps *podScope) {
 	// before the containers start, so the netns is watched before they can
 	// listen.
 	for _, f := range found {
-		file, ino, ok, err := OpenContainerNetns(s.proc, f.Dir)
+		file, ino, ok, err := s.openNetns(f.Dir)
 		if err != nil || !ok {
 			continue
 		}
@@ -111,16 +112,58 @@ func (s *Scopes) watchNetns(ps *podScope, ino uint32) bool {
 	return true
 }
 
-// hostNetns reports whether ino is the daemon's or the host's network
-// namespace (a hostNetwork pod): watching it would report all node traffic.
-func (s *Scopes) hostNetns(ino uint32) bool {
-	for _, p := range []string{filepath.Join(s.proc, "self/ns/net"), filepath.Join(s.proc, "1/ns/net")} {
-		var st syscall.Stat_t
-		if syscall.Stat(p, &st) == nil && uint32(st.Ino) == ino {
-			return true
+// openNetns holds the namespace of the cgroup's processes.
+func (s *Scopes) openNetns(dir string) (*os.File, uint32, bool, error) {
+	f, ino, ok, err := OpenContainerNetns(s.proc, dir, s.processNetns())
+	if s.noProcessNetns(err) {
+		return OpenContainerNetns(s.proc, dir, nil)
+	}
+	return f, ino, ok, err
+}
+
+// processNetns is how OpenContainerNetns reads a namespace: from the
+// kernel, or from /proc/<pid>/ns/net (nil) once the kernel could not.
+func (s *Scopes) processNetns() func() (map[int]uint32, error) {
+	if !s.nsProbed {
+		s.nsProbed = true
+		if _, err := s.kernel.ProcessNetns(); err != nil {
+			s.noProcessNetns(&ProcessNetnsError{Err: err})
 		}
 	}
-	return false
+	if s.nsFiles {
+		return nil
+	}
+	return s.kernel.ProcessNetns
+}
+
+// noProcessNetns falls back to /proc/<pid>/ns/net when the kernel cannot
+// read process namespaces (Linux < 5.8: no task iterator), says so once,
+// and reports whether it just did.
+func (s *Scopes) noProcessNetns(err error) bool {
+	var pe *ProcessNetnsError
+	if s.nsFiles || !errors.As(err, &pe) {
+		return false
+	}
+	s.nsFiles = true
+	s.log.Warn().Err(err).Msg("reading pod network namespaces from /proc/<pid>/ns/net instead: that needs CAP_SYS_PTRACE for pods of other users")
+	return true
+}
+
+// hostNetns reports whether ino is the daemon's or the host's network
+// namespace (a hostNetwork pod): watching it would report all node traffic.
+// The daemon's own needs no ptrace access; the host's is the kernel's
+// initial one, its threads' (pid 0 in kernel.ProcessNetns), read from the
+// kernel like the pods'.
+func (s *Scopes) hostNetns(ino uint32) bool {
+	var st syscall.Stat_t
+	if syscall.Stat(filepath.Join(s.proc, "self/ns/net"), &st) == nil && uint32(st.Ino) == ino {
+		return true
+	}
+	if !s.nsFiles {
+		all, err := s.kernel.ProcessNetns()
+		return err == nil && all[0] == ino
+	}
+	return syscall.Stat(filepath.Join(s.proc, "1/ns/net"), &st) == nil && uint32(st.Ino) == ino
 }
 
 // release stops watching a pod whose termination is complete. An inode or

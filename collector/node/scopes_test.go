@@ -38,6 +38,12 @@ func (k *scopeKernel) UnwatchCgroup(id uint64) error { delete(k.cgroups, id); re
 func (k *scopeKernel) WatchAddr(netip.Addr) error    { return nil }
 func (k *scopeKernel) UnwatchAddr(netip.Addr) error  { return nil }
 
+// ProcessNetns fails as on a kernel without task iterators: these tests'
+// /proc is a temp dir, read by the /proc/<pid>/ns/net fallback.
+func (k *scopeKernel) ProcessNetns() (map[int]uint32, error) {
+	return nil, errors.New("no BPF task iterator in this fake")
+}
+
 type nopBinder struct{}
 
 func (nopBinder) BindNetns(string, uint32)              {}

@@ -20,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/drainwatch/drainwatch/daemon"
 )
 
 // typed returns an empty typed object for a built-in kind.
@@ -118,7 +120,12 @@ func TestDaemonSetLeastPrivilege(t *testing.T) {
 	if p := c.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" {
 		t.Errorf("livenessProbe %+v, want GET /healthz", p)
 	}
-	want := []corev1.Capability{"BPF", "PERFMON", "SYS_RESOURCE", "SYS_PTRACE"}
+	// No SYS_PTRACE: pods' network namespaces are read from their tasks
+	// in BPF (collector/kernel ProcessNetns), never /proc/<pid>/ns/net.
+	want := []corev1.Capability{"BPF", "PERFMON", "SYS_RESOURCE"}
+	if slices.Contains(sc.Capabilities.Add, "SYS_PTRACE") || slices.Contains(sc.Capabilities.Add, "SYS_ADMIN") {
+		t.Errorf("capabilities add %v: neither SYS_PTRACE nor SYS_ADMIN is needed", sc.Capabilities.Add)
+	}
 	if !reflect.DeepEqual(sc.Capabilities.Add, want) || !reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
 		t.Errorf("capabilities add %v drop %v, want add %v drop [ALL]", sc.Capabilities.Add, sc.Capabilities.Drop, want)
 	}
@@ -143,10 +150,33 @@ func TestDaemonSetLeastPrivilege(t *testing.T) {
 	for _, m := range c.VolumeMounts {
 		readOnly[m.MountPath] = m.ReadOnly
 	}
-	wantRO := map[string]bool{"/sys/kernel/btf": true, "/sys/fs/cgroup": true, "/sys/kernel/tracing": true,
-		"/sys/fs/bpf": false, "/var/lib/drainwatch": false, "/etc/drainwatch/tls": true}
+	// Only drainwatch's own bpffs directory (the daemon's default pin
+	// path), not every program's pins; no tracefs: every program is
+	// tp_btf or a task iterator (collector/kernel/probes.go).
+	// /sys/fs/bpf is an empty volume: the pin directory's mount point.
+	wantRO := map[string]bool{"/sys/kernel/btf": true, "/sys/fs/cgroup": true, "/sys/fs/bpf": false,
+		daemon.DefaultPinPath: false, "/var/lib/drainwatch": false, "/etc/drainwatch/tls": true}
 	if !reflect.DeepEqual(readOnly, wantRO) {
 		t.Errorf("mounts (path: readOnly) %v, want %v", readOnly, wantRO)
+	}
+	hostPaths := map[string]string{}
+	for _, v := range pod.Volumes {
+		switch {
+		case v.HostPath != nil:
+			hostPaths[v.HostPath.Path] = string(*v.HostPath.Type)
+		case v.EmptyDir == nil:
+			t.Errorf("volume %s: neither hostPath nor emptyDir", v.Name)
+		}
+	}
+	wantHost := map[string]string{"/sys/kernel/btf": "Directory", "/sys/fs/cgroup": "Directory",
+		daemon.DefaultPinPath: "DirectoryOrCreate", "/var/lib/drainwatch": "DirectoryOrCreate"}
+	if !reflect.DeepEqual(hostPaths, wantHost) {
+		t.Errorf("hostPath volumes (path: type) %v, want %v", hostPaths, wantHost)
+	}
+	// Root for the capabilities (a non-root user loses them at exec: no
+	// ambient set from the runtime, no file capabilities under no_new_privs).
+	if sc.RunAsUser == nil || *sc.RunAsUser != 0 {
+		t.Errorf("runAsUser %v, want 0 (the capabilities need it)", sc.RunAsUser)
 	}
 }
 

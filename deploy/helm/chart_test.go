@@ -75,7 +75,7 @@ func TestFullValuesRendering(t *testing.T) {
 		t.Errorf("appArmorProfile %v", got)
 	}
 	if got := c["securityContext"].(map[string]any)["capabilities"]; !cmp.Equal(got, map[string]any{
-		"drop": []any{"ALL"}, "add": []any{"BPF", "PERFMON", "SYS_PTRACE"}}) {
+		"drop": []any{"ALL"}, "add": []any{"BPF", "PERFMON"}}) {
 		t.Errorf("capabilities %v, want the values' (without SYS_RESOURCE)", got)
 	}
 	if pod["priorityClassName"] != "system-cluster-critical" || pod["serviceAccountName"] != "drainwatch-agent" {

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
 
 	"github.com/drainwatch/drainwatch/collector/kernel"
 	"github.com/drainwatch/drainwatch/daemon"
@@ -70,7 +71,12 @@ func TestRealNodeHelmInstall(t *testing.T) {
 	if startErr != "" {
 		t.Fatalf("DaemonSet pod: %s", startErr)
 	}
-	t.Logf("DaemonSet pod %s Ready on %s (%s)", dwPod.Name, dwPod.Spec.NodeName, dwPod.Status.PodIP)
+	sc := dwPod.Spec.Containers[0].SecurityContext
+	t.Logf("DaemonSet pod %s Ready on %s (%s), runAsUser %d, capabilities %v", dwPod.Name, dwPod.Spec.NodeName, dwPod.Status.PodIP,
+		*sc.RunAsUser, sc.Capabilities.Add)
+	if slices.Contains(sc.Capabilities.Add, "SYS_PTRACE") {
+		t.Errorf("the daemon runs with SYS_PTRACE, which the chart does not add")
+	}
 	metrics := e.metricsURL(ctx, t, release, release+"-metrics") // the chart's headless Service
 	// The chart's defaults: TLS with its generated certificate, and
 	// --auth=kubernetes: a scrape without a token is refused, one with a
@@ -199,9 +205,35 @@ func (e *realNodeEnv) waitDaemonPod(ctx context.Context, t *testing.T, release s
 	}
 }
 
-// chartCapabilities are the capabilities the chart adds, by bit.
-var chartCapabilities = map[string]int{"BPF": unix.CAP_BPF, "PERFMON": unix.CAP_PERFMON,
+// capabilityBits names the bits of the capabilities a chart may add.
+var capabilityBits = map[string]int{"BPF": unix.CAP_BPF, "PERFMON": unix.CAP_PERFMON,
 	"SYS_RESOURCE": unix.CAP_SYS_RESOURCE, "SYS_PTRACE": unix.CAP_SYS_PTRACE}
+
+// chartCapabilities are the capabilities the chart adds (values.yaml's
+// capabilities), by bit: the chart's own list, so that a capability it
+// no longer adds is not added back here.
+func chartCapabilities(t *testing.T) map[string]int {
+	t.Helper()
+	var values struct {
+		Capabilities []string `json:"capabilities"`
+	}
+	b, err := os.ReadFile(filepath.Join(moduleRoot(t), "deploy/helm/drainwatch/values.yaml"))
+	if err == nil {
+		err = yaml.Unmarshal(b, &values)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := map[string]int{}
+	for _, c := range values.Capabilities {
+		bit, ok := capabilityBits[c]
+		if !ok {
+			t.Fatalf("values.yaml adds %s: no bit known for it here", c)
+		}
+		caps[c] = bit
+	}
+	return caps
+}
 
 // lackingCapabilities are those of chartCapabilities this process's
 // bounding set lacks (this machine: SYS_RESOURCE).
@@ -220,7 +252,7 @@ func lackingCapabilities(t *testing.T) []string {
 		}
 	}
 	var lacking []string
-	for name, bit := range chartCapabilities {
+	for name, bit := range chartCapabilities(t) {
 		if bnd&(1<<bit) == 0 {
 			lacking = append(lacking, name)
 		}
@@ -236,7 +268,7 @@ func (e *realNodeEnv) dropCapabilities(ctx context.Context, t *testing.T, releas
 	// What a user of such a node does: the chart's capabilities value
 	// without them.
 	var keep []string
-	for name := range chartCapabilities {
+	for name := range chartCapabilities(t) {
 		if !slices.Contains(caps, name) {
 			keep = append(keep, name)
 		}

@@ -112,6 +112,10 @@ func BuildImage(c Config, arch string) (v1.Image, error) {
 	cf.Author = "drainwatch"
 	cf.History = []v1.History{{Created: cf.Created, CreatedBy: "drainwatch testenv/cmd/mkimage", Comment: "static drainwatch binary"}}
 	cf.Config = v1.Config{
+		// Non-root by default: the CLI (timeline, rollout, advise, doctor
+		// without eBPF) needs no privilege. The DaemonSet sets runAsUser 0
+		// for its capabilities (deploy/daemonset/base/daemonset.yaml).
+		User:       NonRootUser,
 		Entrypoint: []string{BinaryPath},
 		Cmd:        []string{"help"},
 		Env:        []string{"PATH=/usr/bin"},
@@ -124,6 +128,9 @@ func BuildImage(c Config, arch string) (v1.Image, error) {
 	}
 	return img, nil
 }
+
+// NonRootUser is the image's USER: nonroot of Passwd.
+const NonRootUser = "65532:65532"
 
 // Passwd and Group let an image run as root (what the DaemonSet does, for
 // its capabilities) or as nonroot 65532 (timeline, doctor without eBPF).

@@ -106,6 +106,10 @@ func TestContent(t *testing.T) {
 		if cf.Architecture != m.Platform.Architecture || cf.OS != "linux" || cf.Config.Entrypoint[0] != BinaryPath || !cf.Created.Equal(c.Created) {
 			t.Fatalf("config %+v", cf)
 		}
+		// The CLI runs as nonroot; the DaemonSet sets runAsUser 0.
+		if cf.Config.User != "65532:65532" {
+			t.Errorf("image USER %q, want 65532:65532 (nonroot)", cf.Config.User)
+		}
 		for k, v := range map[string]string{"org.opencontainers.image.version": "v1.2.3", "org.opencontainers.image.revision": "abc123",
 			"org.opencontainers.image.source": c.Source, "org.opencontainers.image.licenses": "Apache-2.0"} {
 			if cf.Config.Labels[k] != v {

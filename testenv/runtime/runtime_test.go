@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/drainwatch/drainwatch/testenv/netlab"
 	"github.com/drainwatch/drainwatch/testenv/oci"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
@@ -83,7 +85,7 @@ func buildImage(t *testing.T, dir string) string {
 // cannot be granted to any container here (runc: "unable to apply caps:
 // operation not permitted"). The one the chart documents leaving out is
 // SYS_RESOURCE (only kernels before 5.11 charge BPF maps to memlock: its
-// `capabilities=["BPF","PERFMON","SYS_PTRACE"]` override, what a user of
+// `capabilities=["BPF","PERFMON"]` override, what a user of
 // such a node sets): that override is applied, and said. Any other missing
 // capability fails the test: the DaemonSet as shipped could not run here.
 func containerFlags(t *testing.T, dir string) []string {
@@ -105,6 +107,15 @@ func containerFlags(t *testing.T, dir string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// hostPath DirectoryOrCreate (the pin directory): created as the
+	// kubelet would.
+	for _, v := range ds.Spec.Template.Spec.Volumes {
+		if hp := v.HostPath; hp != nil && hp.Type != nil && *hp.Type == corev1.HostPathDirectoryOrCreate && hp.Path != "/var/lib/drainwatch" {
+			if err := os.MkdirAll(hp.Path, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	wrapper, err := WriteHostPIDWrapper(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +127,7 @@ func containerFlags(t *testing.T, dir string) []string {
 			if flags[i+1] != "CAP_SYS_RESOURCE" || !kernelAtLeast511(t) {
 				t.Fatalf("%s is not in this machine's bounding set: the shipped security context cannot run here, and no documented override leaves it out", flags[i+1])
 			}
-			t.Logf("%s is not in this machine's bounding set: applying the chart's documented override, capabilities=[BPF, PERFMON, SYS_PTRACE]", flags[i+1])
+			t.Logf("%s is not in this machine's bounding set: applying the chart's documented override, capabilities=[BPF, PERFMON]", flags[i+1])
 			i++
 			continue
 		}
@@ -163,7 +174,8 @@ func checkSpec(t *testing.T, ctx context.Context, c *Containerd, flags []string)
 	}
 	var info struct {
 		Spec struct {
-			Process struct {
+			Annotations map[string]string
+			Process     struct {
 				User            struct{ UID int }
 				NoNewPrivileges bool
 				Capabilities    map[string][]string
@@ -198,7 +210,12 @@ func checkSpec(t *testing.T, ctx context.Context, c *Containerd, flags []string)
 	if len(s.Process.Capabilities["inheritable"]) != 0 || len(s.Process.Capabilities["ambient"]) != 0 {
 		t.Errorf("inheritable/ambient capabilities %v", s.Process.Capabilities)
 	}
-	if !s.Process.NoNewPrivileges || !s.Root.Readonly || s.Process.User.UID != 0 || s.Linux.Seccomp == nil || s.Linux.Seccomp.DefaultAction != "SCMP_ACT_ERRNO" {
+	// The image's USER is nonroot (65532); the wrapper applies the
+	// manifest's runAsUser 0 at run time, as the CRI would at create.
+	if s.Process.User.UID != 65532 || s.Annotations[runAsUserAnnotation] != "0" {
+		t.Errorf("spec uid %d, runAsUser annotation %q; want the image's 65532, replaced by 0", s.Process.User.UID, s.Annotations[runAsUserAnnotation])
+	}
+	if !s.Process.NoNewPrivileges || !s.Root.Readonly || s.Linux.Seccomp == nil || s.Linux.Seccomp.DefaultAction != "SCMP_ACT_ERRNO" {
 		t.Fatalf("spec: nnp %t readonly %t uid %d seccomp %v", s.Process.NoNewPrivileges, s.Root.Readonly, s.Process.User.UID, s.Linux.Seccomp)
 	}
 	allowed := map[string]bool{}

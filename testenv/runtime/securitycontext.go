@@ -46,9 +46,13 @@ func Flags(ds *appsv1.DaemonSet, hostPaths map[string]string) ([]string, error) 
 	if sc.Privileged != nil && *sc.Privileged {
 		flags = append(flags, "--privileged")
 	}
-	if sc.RunAsUser == nil || *sc.RunAsUser != 0 {
-		return nil, fmt.Errorf("runAsUser %v: ctr 1.6 has no --user; the image's default user (root) is only right for runAsUser 0", sc.RunAsUser)
+	// The image's USER is nonroot (testenv/oci): runAsUser replaces it, as
+	// the CRI does. ctr 1.6 has no --user; the runc wrapper sets the uid
+	// from this annotation (gid = uid: root's group for runAsUser 0).
+	if sc.RunAsUser == nil {
+		return nil, fmt.Errorf("container %s has no runAsUser: it would run as the image's nonroot USER without its capabilities", c.Name)
 	}
+	flags = append(flags, "--annotation", fmt.Sprintf("%s=%d", runAsUserAnnotation, *sc.RunAsUser))
 	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
 		flags = append(flags, "--allow-new-privs")
 	}
@@ -120,6 +124,11 @@ func mountFlags(pod corev1.PodSpec, c corev1.Container, hostPaths map[string]str
 	var flags []string
 	for _, m := range c.VolumeMounts {
 		v, ok := vols[m.Name]
+		if ok && v.EmptyDir != nil && v.EmptyDir.Medium == "" {
+			// An empty directory of the pod (the kubelet's): a tmpfs here.
+			flags = append(flags, "--mount", fmt.Sprintf("type=tmpfs,src=tmpfs,dst=%s,options=nosuid:nodev:rw", m.MountPath))
+			continue
+		}
 		var src string
 		switch {
 		case ok && v.HostPath != nil:
@@ -131,7 +140,7 @@ func mountFlags(pod corev1.PodSpec, c corev1.Container, hostPaths map[string]str
 				return nil, fmt.Errorf("volumeMount %s: Secret %s without a directory (hostPaths[%q])", m.Name, v.Secret.SecretName, "secret:"+v.Secret.SecretName)
 			}
 		default:
-			return nil, fmt.Errorf("volumeMount %s: neither a hostPath nor a Secret volume", m.Name)
+			return nil, fmt.Errorf("volumeMount %s: not a hostPath, Secret or emptyDir volume", m.Name)
 		}
 		if alt, ok := hostPaths[src]; ok {
 			src = alt

@@ -67,3 +67,12 @@ serverName: {{ include "drainwatch.tlsServerName" $ }}
 insecureSkipVerify: true
 {{- end -}}
 {{- end -}}
+
+{{/* The pin directory, the only part of the host's bpffs the pod mounts. */}}
+{{- define "drainwatch.pinPath" -}}
+{{- $p := default "/sys/fs/bpf/drainwatch" .Values.pinPath -}}
+{{- if not (hasPrefix "/sys/fs/bpf/" $p) -}}
+{{- fail (printf "pinPath %q: must be a directory under /sys/fs/bpf/ (the host's bpffs)" $p) -}}
+{{- end -}}
+{{- $p -}}
+{{- end -}}

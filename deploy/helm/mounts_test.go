@@ -28,7 +28,9 @@ func TestPinPathIsTheOnlyBPFFSMount(t *testing.T) {
 				hostPaths = append(hostPaths, hp["path"].(string)+" "+hp["type"].(string))
 			}
 		}
-		wantMounts := []string{"/sys/kernel/btf", "/sys/fs/cgroup", "/sys/fs/bpf", tc.want, "/var/lib/drainwatch"}
+		// The serving certificate's Secret (auth on by default) is the
+		// last mount; it is no hostPath.
+		wantMounts := []string{"/sys/kernel/btf", "/sys/fs/cgroup", "/sys/fs/bpf", tc.want, "/var/lib/drainwatch", "/etc/drainwatch/tls"}
 		wantHost := []string{"/sys/kernel/btf Directory", "/sys/fs/cgroup Directory", tc.want + " DirectoryOrCreate", "/var/lib/drainwatch DirectoryOrCreate"}
 		if !cmp.Equal(mounts, wantMounts) || !cmp.Equal(hostPaths, wantHost) {
 			t.Errorf("pinPath %q: mounts %v, hostPaths %v; want %v, %v", tc.pinPath, mounts, hostPaths, wantMounts, wantHost)

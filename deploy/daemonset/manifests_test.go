@@ -164,8 +164,14 @@ func TestDaemonSetLeastPrivilege(t *testing.T) {
 		switch {
 		case v.HostPath != nil:
 			hostPaths[v.HostPath.Path] = string(*v.HostPath.Type)
+		case v.Secret != nil:
+			// The serving certificate (auth and TLS on by default),
+			// mounted read-only above.
+			if v.Secret.SecretName != "drainwatch-tls" {
+				t.Errorf("volume %s: Secret %s, want only the serving certificate drainwatch-tls", v.Name, v.Secret.SecretName)
+			}
 		case v.EmptyDir == nil:
-			t.Errorf("volume %s: neither hostPath nor emptyDir", v.Name)
+			t.Errorf("volume %s: neither hostPath, the TLS Secret nor emptyDir", v.Name)
 		}
 	}
 	wantHost := map[string]string{"/sys/kernel/btf": "Directory", "/sys/fs/cgroup": "Directory",

@@ -85,7 +85,10 @@ func TestOverlayRenders(t *testing.T) {
 			kinds = append(kinds, k)
 		}
 	}
-	want := "Namespace ServiceAccount ClusterRole ClusterRole ClusterRole ClusterRoleBinding Service DaemonSet PodMonitor PrometheusRule NetworkPolicy"
+	// The base plus the overlay's scraper identity (a ServiceAccount, its
+	// token Secret and its binding to the metrics reader: the PodMonitor
+	// scrapes with it over verified TLS).
+	want := "Namespace ServiceAccount ServiceAccount ClusterRole ClusterRole ClusterRole ClusterRoleBinding ClusterRoleBinding Secret Service DaemonSet PodMonitor PrometheusRule NetworkPolicy"
 	if got := strings.Join(kinds, " "); got != want {
 		t.Errorf("overlay kinds %q, want %q", got, want)
 	}

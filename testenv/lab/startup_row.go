@@ -125,7 +125,7 @@ func startupOf(ctx context.Context, d *Daemon, uid string) (correlate.Startup, b
 	if err != nil {
 		return correlate.Startup{}, false
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := d.Client.Do(req)
 	if err != nil {
 		return correlate.Startup{}, false
 	}

@@ -286,7 +286,9 @@ func (in *Install) waitScraperToken(ctx context.Context) error {
 	if cred["name"] == "" {
 		return fmt.Errorf("the PodMonitor presents no token: %v", ep)
 	}
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	// kube-controller-manager's token controller fills the Secret; on a
+	// busy machine (a lab beside make test) it took over 30 s once.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		s, err := in.cp.Client.CoreV1().Secrets(Namespace).Get(ctx, cred["name"], metav1.GetOptions{})
 		if err == nil && len(s.Data[cred["key"]]) > 0 {
 			in.ScraperToken = string(s.Data[cred["key"]])
@@ -294,6 +296,10 @@ func (in *Install) waitScraperToken(ctx context.Context) error {
 		}
 		return false, nil
 	})
+	if err != nil {
+		return fmt.Errorf("the scraper's token Secret %s/%s was not filled by kube-controller-manager's token controller within 2 min: %w", Namespace, cred["name"], err)
+	}
+	return nil
 }
 
 // Client is an HTTPS client that verifies the daemons as the PodMonitor

@@ -51,20 +51,27 @@ func waitScopesWatched(ctx context.Context, t *testing.T, c *cluster.Cluster, pi
 // scopes map pinned under pinDir.
 func waitNetnsWatched(ctx context.Context, t *testing.T, pinDir, pod string, ino uint64) {
 	t.Helper()
+	scopes := pinnedScopes(t, pinDir)
+	defer scopes.Close()
+	var flags uint8
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		return scopes.Lookup(scopeKey{ID: ino, Kind: 1}, &flags) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the daemon never watched %s's network namespace %d: %v", pod, ino, err)
+	}
+}
+
+// pinnedScopes opens the scopes map pinned under pinDir (read-only).
+func pinnedScopes(t *testing.T, pinDir string) *ebpf.Map {
+	t.Helper()
 	paths, _ := filepath.Glob(filepath.Join(pinDir, "*", "map_scopes"))
 	if len(paths) != 1 {
 		t.Fatalf("pinned scopes maps under %s: %v, want one", pinDir, paths)
 	}
 	scopes, err := ebpf.LoadPinnedMap(paths[0], &ebpf.LoadPinOptions{ReadOnly: true})
 	must(t, err)
-	defer scopes.Close()
-	var flags uint8
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-		return scopes.Lookup(scopeKey{ID: ino, Kind: 1}, &flags) == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("the daemon never watched %s's network namespace %d: %v", pod, ino, err)
-	}
+	return scopes
 }
 
 // floodMetrics are the daemon's counters the flood test compares.

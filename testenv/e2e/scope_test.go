@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,12 +110,7 @@ func netnsInode(t *testing.T, c *cluster.Cluster, p *corev1.Pod) uint64 {
 // namespace ino.
 func scopeWatched(t *testing.T, pinDir string, ino uint64) bool {
 	t.Helper()
-	paths, _ := filepath.Glob(filepath.Join(pinDir, "*", "map_scopes"))
-	if len(paths) != 1 {
-		t.Fatalf("pinned scopes maps under %s: %v, want one", pinDir, paths)
-	}
-	scopes, err := ebpf.LoadPinnedMap(paths[0], &ebpf.LoadPinOptions{ReadOnly: true})
-	must(t, err)
+	scopes := pinnedScopes(t, pinDir)
 	defer scopes.Close()
 	var flags uint8
 	return scopes.Lookup(scopeKey{ID: ino, Kind: 1}, &flags) == nil

@@ -77,28 +77,19 @@ func (a *Agent) Pods() []PodInfo {
 // Terminations returns how the pod's containers were stopped (empty until
 // its termination has finished for a container).
 func (a *Agent) Terminations(uid types.UID) []Termination {
-	a.mu.Lock()
-	w := a.workers[uid]
-	if w == nil {
-		w = a.finished[uid]
-	}
-	a.mu.Unlock()
-	if w == nil {
-		return nil
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make([]Termination, 0, len(w.terminations))
-	for _, t := range w.terminations {
-		out = append(out, *t)
-	}
-	return out
+	return a.podRecords(uid, func(w *podWorker) []*Termination { return w.terminations })
 }
 
 // Restarts returns the pod's container kills for a restart (a failed
 // liveness or startup probe) that have finished, oldest first: the ground
 // truth of a container termination without a deletion.
 func (a *Agent) Restarts(uid types.UID) []Termination {
+	return a.podRecords(uid, func(w *podWorker) []*Termination { return w.restartKills })
+}
+
+// podRecords copies one list of the pod's worker (running or finished)
+// under its lock.
+func (a *Agent) podRecords(uid types.UID, list func(*podWorker) []*Termination) []Termination {
 	a.mu.Lock()
 	w := a.workers[uid]
 	if w == nil {
@@ -110,8 +101,9 @@ func (a *Agent) Restarts(uid types.UID) []Termination {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]Termination, 0, len(w.restartKills))
-	for _, t := range w.restartKills {
+	ts := list(w)
+	out := make([]Termination, 0, len(ts))
+	for _, t := range ts {
 		out = append(out, *t)
 	}
 	return out

@@ -11,6 +11,7 @@ package shipped
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -18,10 +19,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,9 +142,17 @@ func (in *Install) apply(ctx context.Context) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the namespace %s: %w", Namespace, err)
 	}
+	// In an order kubectl applies as the file gives it: ServiceAccounts
+	// before the rest. The token controller deletes a token Secret whose
+	// ServiceAccount does not exist yet (the map's order made the lab's
+	// scraper token never appear, now and then).
+	keys := slices.Sorted(maps.Keys(in.objects))
+	slices.SortStableFunc(keys, func(a, b string) int {
+		return cmp.Compare(applyRank(in.objects[a].GetKind()), applyRank(in.objects[b].GetKind()))
+	})
 	var b bytes.Buffer
-	for _, o := range in.objects {
-		if applied[o.GetKind()] {
+	for _, k := range keys {
+		if o := in.objects[k]; applied[o.GetKind()] {
 			data, err := o.MarshalJSON()
 			if err != nil {
 				return err
@@ -156,6 +167,20 @@ func (in *Install) apply(ctx context.Context) error {
 	}
 	_, err = in.cp.Kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", file)
 	return err
+}
+
+// applyRank orders kinds for apply: what others refer to first.
+func applyRank(kind string) int {
+	switch kind {
+	case "ServiceAccount":
+		return 0
+	case "ClusterRole", "Role":
+		return 1
+	case "ClusterRoleBinding", "RoleBinding":
+		return 2
+	default:
+		return 3
+	}
 }
 
 // secretData is a rendered Secret's key, decoded.

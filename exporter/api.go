@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/correlate"
 )
 
@@ -31,19 +32,14 @@ type Filter struct {
 
 // Match reports whether t passes the filter.
 func (f Filter) Match(t correlate.Termination) bool {
-	switch {
-	case f.Namespace != "" && t.Workload.Namespace != f.Namespace:
-		return false
-	case f.Workload != "" && t.Workload.Name != f.Workload:
-		return false
-	case f.Pod != "" && t.Pod != f.Pod:
-		return false
-	case f.Revision != "" && t.Workload.Revision != f.Revision:
-		return false
-	case !f.Since.IsZero() && t.Marks.Last().Before(f.Since):
-		return false
-	}
-	return true
+	return f.matchPod(t.Workload, t.Pod) && (f.Since.IsZero() || !t.Marks.Last().Before(f.Since))
+}
+
+// matchPod applies the filter's namespace, workload, pod and revision to
+// a record of pod (a termination's or a startup's).
+func (f Filter) matchPod(w collector.Workload, pod string) bool {
+	return (f.Namespace == "" || w.Namespace == f.Namespace) && (f.Workload == "" || w.Name == f.Workload) &&
+		(f.Pod == "" || pod == f.Pod) && (f.Revision == "" || w.Revision == f.Revision)
 }
 
 // ParseFilter reads namespace, workload, pod and since from a query. since

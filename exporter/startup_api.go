@@ -26,19 +26,7 @@ type StartupList struct {
 // matchStartup applies a termination filter to a startup; since keeps the
 // startups whose window ended at or after it (or is still open).
 func (f Filter) matchStartup(s correlate.Startup) bool {
-	switch {
-	case f.Namespace != "" && s.Workload.Namespace != f.Namespace:
-		return false
-	case f.Workload != "" && s.Workload.Name != f.Workload:
-		return false
-	case f.Pod != "" && s.Pod != f.Pod:
-		return false
-	case f.Revision != "" && s.Workload.Revision != f.Revision:
-		return false
-	case !f.Since.IsZero() && s.Complete && s.Marks.WindowEnd.Before(f.Since):
-		return false
-	}
-	return true
+	return f.matchPod(s.Workload, s.Pod) && (f.Since.IsZero() || !s.Complete || !s.Marks.WindowEnd.Before(f.Since))
 }
 
 func (s *Server) listStartups(w http.ResponseWriter, r *http.Request) {

@@ -45,6 +45,7 @@ enum event_type {
 	EV_SIGNAL = 6,
 	EV_EXIT = 7,
 	EV_CONN_CLOSED_INFLIGHT = 8,
+	EV_BLACKHOLED = 9,
 };
 
 /* What made a connection in flight: same numbers as collector.InflightKind. */
@@ -227,6 +228,13 @@ struct {
  * addresses, and recent connects to them by tasks of this node. */
 struct addr_key {
 	__u8 a[16]; /* IPv4 in the first 4 bytes, the rest zero */
+};
+
+/* local_dsts values: flags. DST_BLACKHOLE is set while the address's pod
+ * terminates (bpf/blackhole.bpf.c reports SYNs to it the node drops). */
+enum dst_flags {
+	DST_WATCHED = 1,
+	DST_BLACKHOLE = 2,
 };
 
 struct {

@@ -32,6 +32,12 @@ const (
 	// EventConnClosedInflight is an accepted connection torn down while a
 	// request was in flight.
 	EventConnClosedInflight
+	// EventBlackholed is a SYN to a terminating pod's address that the
+	// node's kernel dropped before it reached the pod (its network is
+	// gone): Reason is the skb drop reason, Seq the SYN's sequence number,
+	// NetnsIno the namespace of the device that dropped it (the node's, or
+	// another pod's for a flooded copy).
+	EventBlackholed
 	// NumEventTypes counts the types, EventUnknown included: the length of
 	// arrays indexed by EventType.
 	NumEventTypes

@@ -46,6 +46,9 @@ var eventKinds = [NumEventTypes]EventKind{
 	EventSignal:             {Name: "signal", Process: true, Replay: ReplayKillOrInit, Text: signalText},
 	EventExit:               {Name: "exit", Process: true, Replay: ReplayAlways, Text: exitText},
 	EventConnClosedInflight: {Name: "conn_closed_inflight", Replay: ReplayAlways, Text: socketText},
+	// A drop comes after the pod's network is gone, so after its
+	// termination opened: nothing to replay.
+	EventBlackholed: {Name: "blackholed", Replay: ReplayNever, Text: socketText},
 }
 
 // Kind returns the type's row of the table (the unknown row for a type

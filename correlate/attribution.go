@@ -124,6 +124,14 @@ func addressedTo(podIP, local netip.Addr) bool {
 
 // attribute finds the pod (and, for process events, the container) of e.
 func (c *Correlator) attribute(e *collector.Event) (p *podState, container string) {
+	if e.Type == collector.EventBlackholed {
+		// Dropped outside the pod (the node's namespace, another pod's
+		// for a flooded copy): by the address it was sent to only.
+		if uid := c.idx.ipOwnerAt(e.Local.Addr().Unmap(), e.Time); uid != "" {
+			return c.pods[uid], ""
+		}
+		return nil, ""
+	}
 	if !e.Type.Kind().Process { // a socket event: by netns and address
 		if uid, ok := c.idx.Netns[e.NetnsIno]; ok && e.NetnsIno != 0 {
 			if p := c.pods[uid]; p == nil || addressedTo(p.Pod.IP, e.Local.Addr()) {

@@ -51,6 +51,14 @@ type Config struct {
 	// StartupWindow is how long after Ready a new pod's refusals and
 	// resets are its startup's (refused_after_ready, reset_after_ready).
 	StartupWindow time.Duration
+	// BlackholeWindow is how long after pod_gone SYNs to the pod's former
+	// address that the node drops still count as its blackholed
+	// connections (blackhole.go); the termination completes no earlier.
+	BlackholeWindow time.Duration
+	// Blackholes: the kernel reports blackholed SYNs (the probe
+	// "blackhole" is attached), so terminations wait BlackholeWindow for
+	// them; without it they are not counted and nothing waits.
+	Blackholes bool
 }
 
 // DefaultConfig returns the defaults every zero field of a Config takes.
@@ -66,6 +74,9 @@ func DefaultConfig() Config {
 		PromptExit:    time.Second,
 		ProbeComms:    []string{"kubelet"},
 		StartupWindow: time.Minute,
+		// The last SYNs a lagging router sends are dropped when the
+		// neighbour's resolution fails, ~3 s after they were queued.
+		BlackholeWindow: 10 * time.Second,
 	}
 }
 
@@ -79,6 +90,7 @@ func (c Config) withDefaults() Config {
 	setDuration(&c.PreStopMargin, d.PreStopMargin)
 	setDuration(&c.PromptExit, d.PromptExit)
 	setDuration(&c.StartupWindow, d.StartupWindow)
+	setDuration(&c.BlackholeWindow, d.BlackholeWindow)
 	if len(c.ProbeComms) == 0 {
 		c.ProbeComms = d.ProbeComms
 	}

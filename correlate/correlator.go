@@ -163,3 +163,7 @@ func (c *Correlator) Terminations() []Termination {
 	})
 	return ts
 }
+
+// SeeBlackholes says whether the kernel reports blackholed SYNs
+// (Config.Blackholes), once its probes are attached.
+func (c *Correlator) SeeBlackholes(on bool) { c.cfg.Blackholes = on }

@@ -16,13 +16,14 @@ const (
 	OutcomeRefused          = "refused"            // connections refused (before or after the stop signal)
 	OutcomeKilled           = "killed"             // requests killed in flight, by SIGKILL or at an exit
 	OutcomeRefusedAndKilled = "refused_and_killed" // both
+	OutcomeBlackholed       = "blackholed"         // no refusal or kill, but connections sent after the pod's network was gone
 	OutcomeReset            = "reset"              // only connections reset: by the shutdown, on reuse, or at the exit
 	OutcomePartial          = "partial"            // nothing lost as far as the incomplete view shows
 )
 
 // Outcomes lists every Outcome value, for metrics initialisation and docs.
 func Outcomes() []string {
-	return []string{OutcomeClean, OutcomeRefused, OutcomeKilled, OutcomeRefusedAndKilled, OutcomeReset, OutcomePartial}
+	return []string{OutcomeClean, OutcomeRefused, OutcomeKilled, OutcomeRefusedAndKilled, OutcomeBlackholed, OutcomeReset, OutcomePartial}
 }
 
 // outcomeOf names the loss first: a partial view still proves what it saw.
@@ -36,6 +37,8 @@ func outcomeOf(t Termination) string {
 		return OutcomeRefused
 	case killed:
 		return OutcomeKilled
+	case t.Counts.ConnectionsBlackholed > 0:
+		return OutcomeBlackholed
 	case t.Counts.ConnectionsResetAtShutdown+t.Counts.RequestsResetOnReusedConnections+t.Counts.ConnectionsResetAtExit > 0:
 		return OutcomeReset
 	case t.Partial:

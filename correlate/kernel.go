@@ -83,6 +83,8 @@ func (c *Correlator) dispatch(p *podState, container string, e *collector.Event)
 		}
 	case collector.EventConnClosedInflight:
 		c.connClosed(p.Term, e)
+	case collector.EventBlackholed:
+		c.blackholed(p, e)
 	default:
 		return false
 	}
@@ -134,6 +136,9 @@ func (c *Correlator) accept(p *podState, e *collector.Event) {
 	}
 	c.clientAccept(p, e.Time, e.SockCookie, true)
 	notePeer(t, e, peerAccepted)
+	if t != nil && len(t.Blackholes) > 0 {
+		reached(t, e, false)
+	}
 }
 
 // clientAccept counts an accept that was not a probe: in the pod's history
@@ -188,6 +193,7 @@ func (c *Correlator) refused(t *termState, e *collector.Event) {
 	if t == nil || c.refusals.repeat(e) {
 		return
 	}
+	reached(t, e, true)
 	stop := stopPoint(t)
 	afterStop := !stop.IsZero() && !e.Time.Before(stop)
 	if !afterStop && (t.Tentative || e.Time.Before(deletionStart(t))) {

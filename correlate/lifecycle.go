@@ -118,6 +118,9 @@ func (c *Correlator) Tick(now time.Time) []Termination {
 func (c *Correlator) deadline(p *podState) time.Time {
 	t := p.Term
 	d := goneBy(t).Add(c.cfg.KernelTail)
+	if c.cfg.Blackholes && !p.HostNet {
+		d = later(d, goneBy(t).Add(c.cfg.BlackholeWindow))
+	}
 	if allExited(p) {
 		return d
 	}

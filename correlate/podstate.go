@@ -114,6 +114,13 @@ type termState struct {
 	// ResetRemotes holds the clients whose connections the shutdown reset,
 	// so a client's later segments meeting no socket count once.
 	ResetRemotes map[netip.AddrPort]bool `json:"reset_remotes,omitempty"`
+	// Blackholes are the blackholed attempts (blackhole.go), by client
+	// socket and pod port, with their first drop; Reached the refused ones,
+	// which their flooded copies must not count; BlackholeOverflow the
+	// attempts counted past the bound.
+	Blackholes        map[blackholeKey]time.Time `json:"blackholes,omitempty"`
+	Reached           map[blackholeKey]bool      `json:"reached,omitempty"`
+	BlackholeOverflow int                        `json:"blackhole_overflow,omitempty"`
 	// StopContainer is the container whose init got the stop signal ("" when
 	// its cgroup was not bound), for the API cross-check.
 	StopContainer string `json:"stop_container,omitempty"`

@@ -76,6 +76,14 @@ type Counts struct {
 	// in RefusedAfterSigterm or RefusedBeforeSigterm and never move
 	// LastConnAttempt or the routing lag.
 	ProbeRefused int `json:"probe_refused"`
+	// ConnectionsBlackholed counts connection attempts to the pod's
+	// address that the node's kernel dropped before they reached the pod,
+	// because its network was gone (blackhole.go): one per client socket,
+	// the kubelet's probes excluded. Clients see a connect timeout or "no
+	// route to host". Counted where the node's kernel drops them (the
+	// probe "blackhole", Linux >= 5.17): see docs/limits.md for datapaths
+	// where no kernel of the node does.
+	ConnectionsBlackholed int `json:"connections_blackholed"`
 }
 
 // Diagnosis codes (docs/design.md, Diagnoses). Each Diagnosis carries a one-line explanation
@@ -117,6 +125,9 @@ type ConnPoint struct {
 	// Probe marks an attempt by this node's kubelet (a probe), drawn apart
 	// from client traffic.
 	Probe bool `json:"probe,omitempty"`
+	// Blackholed marks the drop of a blackholed attempt (at the drop's
+	// time, see Termination.LastBlackholed).
+	Blackholed bool `json:"blackholed,omitempty"`
 }
 
 // Source is one node-local task (by command name) that connected to the pod
@@ -169,6 +180,11 @@ type Termination struct {
 	// of the termination: routing_lag_observed ends there. Connections may
 	// be truncated; this is not.
 	LastConnAttempt time.Time `json:"last_conn_attempt,omitzero"`
+	// LastBlackholed is the latest drop of a blackholed attempt. A drop
+	// can come later than its SYN (a neighbour's resolution fails up to
+	// 3 s after the first packet it queued), so it is not a connection
+	// attempt's time and never moves LastConnAttempt or the routing lag.
+	LastBlackholed time.Time `json:"last_blackholed,omitzero"`
 
 	// Cause is why the pod stopped (Causes(): rollout, scale_down,
 	// eviction…), CauseEvidence what says so (a DisruptionTarget reason,

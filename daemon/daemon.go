@@ -197,6 +197,9 @@ func (d *Daemon) startKube(ctx context.Context, rest *rest.Config, errc chan<- e
 func (d *Daemon) reportProbes() {
 	for _, p := range d.kernel.Probes() {
 		d.metrics.SetProbeState(p.Name, string(p.State))
+		if p.Name == blackholeProbe {
+			d.corr.SeeBlackholes(p.Attached())
+		}
 		if reason := p.PartialReason(); reason != "" {
 			// Open-ended: every termination from now on misses what this
 			// probe (or its fallback) does not report.
@@ -204,6 +207,11 @@ func (d *Daemon) reportProbes() {
 		}
 	}
 }
+
+// blackholeProbe is the probe that reports blackholed SYNs
+// (collector/kernel's probe table): terminations wait for them only while
+// it is attached.
+const blackholeProbe = "blackhole"
 
 // probeComms are the kubelet's command names, as the correlator has them.
 func (d *Daemon) probeComms() []string {

@@ -68,7 +68,8 @@ func (k *fakeKernel) SetProbeComms([]string) error { return nil }
 func (k *fakeKernel) ScopeAccepts(uint32) (collector.AcceptSummary, error) {
 	return collector.AcceptSummary{}, nil
 }
-func (k *fakeKernel) UnwatchAddr(netip.Addr) error { return nil }
+func (k *fakeKernel) UnwatchAddr(netip.Addr) error   { return nil }
+func (k *fakeKernel) BlackholeAddr(netip.Addr) error { return nil }
 
 // ProcessNetns fails as on a kernel without task iterators: the fake's
 // /proc is a temp dir, read by the /proc/<pid>/ns/net fallback.

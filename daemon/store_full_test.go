@@ -33,6 +33,7 @@ func (idleKernel) ProcessNetns() (map[int]uint32, error) { return map[int]uint32
 func (idleKernel) UnwatchCgroup(uint64) error            { return nil }
 func (idleKernel) WatchAddr(netip.Addr) error            { return nil }
 func (idleKernel) UnwatchAddr(netip.Addr) error          { return nil }
+func (idleKernel) BlackholeAddr(netip.Addr) error        { return nil }
 func (idleKernel) Events() <-chan collector.Event        { return nil }
 func (idleKernel) Stats() (kernel.Stats, error)          { return kernel.Stats{}, nil }
 func (idleKernel) Probes() []kernel.ProbeStatus          { return nil }

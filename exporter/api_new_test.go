@@ -33,7 +33,7 @@ func TestAPICarriesProbesResetsSources(t *testing.T) {
 	wantCounts := map[string]int{"refused_after_sigterm": 44, "refused_before_sigterm": 0, "requests_killed_by_sigkill": 2, "requests_killed_at_exit": 0,
 		"inflight_at_stop_signal": 0, "accepted_after_endpoints_not_ready": 0, "connections_reset_at_exit": 0,
 		"connections_reset_at_shutdown": 6, "streams_killed_by_sigkill": 1, "probe_refused": 4,
-		"requests_reset_on_reused_connections": 0}
+		"requests_reset_on_reused_connections": 0, "connections_blackholed": 0}
 	wantSources := []map[string]any{{"comm": "kubelet", "probe": true, "accepted": 2.0, "refused": 4.0},
 		{"comm": "envoy", "accepted": 10.0, "refused": 0.0}}
 	probes := 0

@@ -31,7 +31,7 @@ type runFlags struct {
 	logLevel, logFormat                                string
 	kubeletComms                                       string
 	namespaces, excludeNamespaces, podSelector         string
-	startupWindow                                      time.Duration
+	startupWindow, blackholeWindow                     time.Duration
 	http2Tracking, auth, tlsCert, tlsKey               string
 	ringBufferSize, pprofAddr, completedInMemory       string
 	keepCompleted, seriesTTL                           string
@@ -54,6 +54,7 @@ func runFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.logFormat, "log-format", envOr("DRAINWATCH_LOG_FORMAT", "json"), "json or console (env DRAINWATCH_LOG_FORMAT)")
 	fs.BoolVar(&f.noEvents, "no-events", os.Getenv("DRAINWATCH_NO_EVENTS") == "true", "do not post Warning Events on pods and workloads (env DRAINWATCH_NO_EVENTS=true)")
 	fs.DurationVar(&f.startupWindow, "startup-window", time.Minute, "how long after a new pod is Ready its refused and reset connections count as its startup's (refused_after_ready, reset_after_ready)")
+	fs.DurationVar(&f.blackholeWindow, "blackhole-window", 10*time.Second, "how long after a pod is gone from the API the SYNs to its former address that the node drops still count as its blackholed connections (connections_blackholed); its termination completes no earlier. Longer than the node's neighbour resolution (3 s by default), shorter than an address's reuse")
 	fs.StringVar(&f.kubeletComms, "kubelet-comm", envOr("DRAINWATCH_KUBELET_COMM", "kubelet"), "comma-separated command names (as /proc/<pid>/comm shows them) of this node's kubelet: connections such a process of the node opens to a pod are probes, reported apart from client traffic (env DRAINWATCH_KUBELET_COMM)")
 	fs.StringVar(&f.http2Tracking, "http2-tracking", envOr("DRAINWATCH_HTTP2_TRACKING", daemon.HTTP2Auto), "when the kernel follows HTTP/2 streams with per-message probes (Linux >= 6.3): auto (while a pod of the node declares a container port named grpc*, h2c* or http2*), always, or off; otherwise HTTP/2 connections are judged by their socket's state like any other (env DRAINWATCH_HTTP2_TRACKING)")
 	fs.StringVar(&f.auth, "auth", envOr("DRAINWATCH_AUTH", daemon.AuthNone), "none, or kubernetes: /metrics, /api and /ui need a bearer token the API server accepts (TokenReview) and RBAC allowing the read (SubjectAccessReview: GET /metrics, get/list terminations.drainwatch.io); /api and /ui only a token bound to the drainwatch audience, /metrics the API server's audience too; /healthz and /readyz stay open (env DRAINWATCH_AUTH)")
@@ -165,12 +166,16 @@ func runCmd(args []string) int {
 		fmt.Fprintf(os.Stderr, "drainwatch run: --series-ttl %q: want a duration of at least 1m (e.g. 1h): alerts must see a series' increase before it goes\n", f.seriesTTL)
 		return 2
 	}
+	if f.blackholeWindow < time.Second || f.blackholeWindow > time.Minute {
+		fmt.Fprintf(os.Stderr, "drainwatch run: --blackhole-window %s: want 1s to 1m: shorter misses the drops of a neighbour's failed resolution (3 s), longer holds every termination open that long\n", f.blackholeWindow)
+		return 2
+	}
 	d, err := daemon.New(daemon.Config{
 		NodeName: f.nodeName, Kubeconfig: f.kubeconfig, ListenAddr: f.listen,
 		StateDir: f.stateDir, CgroupRoot: f.cgroupRoot, Log: log, NoEvents: f.noEvents,
 		PinPath: f.pinPath, UnpinOnExit: f.unpinOnExit,
 		Auth: f.auth, TLSCertFile: f.tlsCert, TLSKeyFile: f.tlsKey, TLSSelfSigned: f.tlsSelfSigned,
-		Correlate:     correlate.Config{ProbeComms: splitList(f.kubeletComms), StartupWindow: f.startupWindow},
+		Correlate:     correlate.Config{ProbeComms: splitList(f.kubeletComms), StartupWindow: f.startupWindow, BlackholeWindow: f.blackholeWindow},
 		HTTP2Tracking: f.http2Tracking, RingBufferSize: ringBytes, CompletedInMemory: inMemory,
 		WatchAllNodes: f.allNodes, KeepCompleted: keep, SeriesTTL: ttl, Scope: scope,
 	})

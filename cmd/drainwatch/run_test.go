@@ -22,7 +22,7 @@ func TestParseRunFlagsFromEnvironment(t *testing.T) {
 	want := runFlags{nodeName: "node-7", stateDir: "/var/lib/dw", listen: "", cgroupRoot: "",
 		logLevel: "debug", logFormat: "json", kubeconfig: f.kubeconfig, pinPath: "/sys/fs/bpf/drainwatch", kubeletComms: "kubelet",
 		http2Tracking: "always", auth: "none", tlsCert: "/tls/tls.crt", ringBufferSize: "2Mi", completedInMemory: "256",
-		keepCompleted: "24h", seriesTTL: "2h", startupWindow: time.Minute}
+		keepCompleted: "24h", seriesTTL: "2h", startupWindow: time.Minute, blackholeWindow: 10 * time.Second}
 	if f != want {
 		t.Fatalf("flags = %+v, want %+v", f, want)
 	}

@@ -16,3 +16,4 @@ package kernel
 //go:generate go tool bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -go-package kernel -output-stem signal signal ../../bpf/signal.bpf.c -- -I../../bpf
 //go:generate go tool bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -go-package kernel -output-stem exit exit ../../bpf/exit.bpf.c -- -I../../bpf
 //go:generate go tool bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -go-package kernel -output-stem tasknetns taskNetns ../../bpf/task_netns.bpf.c -- -I../../bpf
+//go:generate go tool bpf2go -cc clang-14 -cflags "-O2 -g -Wall -Werror" -target amd64,arm64 -go-package kernel -output-stem blackhole blackhole ../../bpf/blackhole.bpf.c -- -I../../bpf

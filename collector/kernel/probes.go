@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
@@ -68,6 +69,7 @@ type probeProg struct {
 	name, prog, hook string
 	fallback         string // non-empty: this program is a fallback, and why
 	loses            string // what the fallback does not report
+	optional         bool   // see ProbeStatus.Optional
 }
 
 func probeObjects(opts Options) []probeObject {
@@ -84,7 +86,30 @@ func probeObjects(opts Options) []probeObject {
 		{load: loadRefused, progs: refusedSources(opts)},
 		{load: loadSignal, progs: []probeProg{{name: "signal", prog: "signal_generate", hook: "tp_btf/signal_generate"}}},
 		{load: loadExit, progs: []probeProg{exitSource(opts.ExitFallback)}},
+		// Optional: only connections_blackholed depends on it, and a
+		// kernel without it says so in the probe table and
+		// drainwatch_probe_attached{probe="blackhole"}.
+		{load: blackholeLoader(), progs: []probeProg{{name: "blackhole", prog: "kfree_skb_blackhole", hook: "tp_btf/kfree_skb", optional: true}}},
 	}
+}
+
+// errNoDropReasons: kfree_skb names no drop reason before Linux 5.17, and
+// without one a blackholed SYN cannot be told from any other drop.
+var errNoDropReasons = errors.New("kfree_skb has no drop reason argument (Linux < 5.17): blackholed connections are not counted")
+
+// blackholeLoader loads bpf/blackhole.bpf.c where kfree_skb has its reason
+// argument, and otherwise fails with errNoDropReasons, which reports the
+// probe unavailable.
+func blackholeLoader() func() (*ebpf.CollectionSpec, error) {
+	if n, err := tracepointArgs("kfree_skb"); err != nil || n < 3 {
+		return func() (*ebpf.CollectionSpec, error) {
+			if err != nil {
+				return nil, fmt.Errorf("%w: reading the tracepoint from kernel BTF: %v", errNoDropReasons, err)
+			}
+			return nil, errNoDropReasons
+		}
+	}
+	return loadBlackhole
 }
 
 // refusedSources picks the programs that see RSTs, so that each is seen
@@ -257,7 +282,7 @@ func loadObject(obj probeObject, watchAll bool, maps sharedMaps) (*ebpf.Collecti
 }
 
 func (k *Kernel) report(p probeProg, err error) {
-	st := ProbeStatus{Name: p.name, Hook: p.hook, State: ProbeAttached, Loses: p.loses}
+	st := ProbeStatus{Name: p.name, Hook: p.hook, State: ProbeAttached, Loses: p.loses, Optional: p.optional}
 	ev := k.log.Info()
 	switch {
 	case err != nil:

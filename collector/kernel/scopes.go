@@ -194,11 +194,29 @@ func (k *Kernel) UnwatchCgroup(id uint64) error { return k.unwatch(scopeCgroup, 
 // that task as their source (Event.SenderPID, SenderComm, SenderCgroup).
 func (k *Kernel) WatchAddr(a netip.Addr) error {
 	key := addrKey(a)
-	if err := k.maps.byName["local_dsts"].Update(&key, uint8(1), ebpf.UpdateAny); err != nil {
+	if err := k.maps.byName["local_dsts"].Update(&key, uint8(dstWatched), ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("watching address %s: %w", a, err)
 	}
 	return nil
 }
+
+// BlackholeAddr reports SYNs to a, a watched pod address, that the node's
+// kernel drops before they reach a pod (EventBlackholed), from now until
+// the address is unwatched or watched again (its next pod). Call it when
+// the address's pod begins terminating.
+func (k *Kernel) BlackholeAddr(a netip.Addr) error {
+	key := addrKey(a)
+	if err := k.maps.byName["local_dsts"].Update(&key, uint8(dstWatched|dstBlackhole), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("watching address %s for blackholed connections: %w", a, err)
+	}
+	return nil
+}
+
+// local_dsts values (enum dst_flags in bpf/drainwatch.h).
+const (
+	dstWatched   = 1
+	dstBlackhole = 2
+)
 
 // UnwatchAddr stops tracking node-local connections to a. Unknown ones are
 // ignored.

@@ -27,6 +27,21 @@ func (s *Scopes) Terminating(uid string) {
 	}
 	ps.terminating = true
 	s.detail(ps)
+	s.blackholeAddr(ps)
+}
+
+// blackholeAddr has the kernel report the SYNs to a terminating pod's
+// address that the node drops once the pod's network is gone, until the
+// address is released with the pod's scopes or taken by its next pod.
+func (s *Scopes) blackholeAddr(ps *podScope) {
+	if !ps.terminating || !ps.ip.IsValid() || s.addrOwner[ps.ip] != ps.uid || ps.blackholeIP == ps.ip {
+		return
+	}
+	if err := s.kernel.BlackholeAddr(ps.ip); err != nil {
+		s.log.Warn().Err(err).Str("pod_uid", ps.uid).Stringer("ip", ps.ip).Msg("watching a terminating pod's address: its blackholed connections are not counted")
+		return
+	}
+	ps.blackholeIP = ps.ip
 }
 
 // Starting notes that a new pod's startup is open: its netns sends a

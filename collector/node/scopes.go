@@ -36,6 +36,9 @@ type Watcher interface {
 	UnwatchCgroup(id uint64) error
 	WatchAddr(a netip.Addr) error
 	UnwatchAddr(a netip.Addr) error
+	// BlackholeAddr reports the SYNs to a watched address that the node
+	// drops (its pod terminates), until it is unwatched or watched again.
+	BlackholeAddr(a netip.Addr) error
 	// SetDetail turns a record per accept of a watched netns on or off;
 	// ScopeAccepts reads the accepts the kernel held without records
 	// (see kernel.SetDetail for the exact handover).
@@ -69,12 +72,14 @@ type podScope struct {
 	uid        string
 	containers map[string]string // container name → container id
 	ip         netip.Addr        // listed in the kernel's local_dsts while set
-	netns      uint32
-	netnsFile  *os.File          // held: the inode cannot be reused meanwhile
-	hostNet    bool              // the pod uses the node's network namespace
-	cgroups    map[string]uint64 // container name → cgroup id
-	gone       time.Time         // when the API deleted the pod
-	updated    time.Time         // last API update
+	// blackholeIP is ip once the kernel reports its blackholed SYNs.
+	blackholeIP netip.Addr
+	netns       uint32
+	netnsFile   *os.File          // held: the inode cannot be reused meanwhile
+	hostNet     bool              // the pod uses the node's network namespace
+	cgroups     map[string]uint64 // container name → cgroup id
+	gone        time.Time         // when the API deleted the pod
+	updated     time.Time         // last API update
 	// terminating: the API asked for the pod's deletion; detail: its
 	// netns sends a record per accept since (see detail).
 	terminating bool
@@ -151,6 +156,7 @@ func (s *Scopes) PodUpdate(p collector.Pod, now time.Time) {
 	if p.IP.IsValid() && p.IP != ps.ip && !ps.hostNet {
 		s.watchAddr(ps, p.IP)
 	}
+	s.blackholeAddr(ps)
 	if ps.pending() {
 		s.Sync(now, true)
 	}

@@ -200,6 +200,7 @@ func (s *Scopes) watchAddr(ps *podScope, ip netip.Addr) {
 	}
 	ps.ip = ip
 	s.addrOwner[ip] = ps.uid
+	s.blackholeAddr(ps)
 }
 
 func (s *Scopes) unwatchAddr(ps *podScope) {
@@ -210,7 +211,7 @@ func (s *Scopes) unwatchAddr(ps *podScope) {
 		delete(s.addrOwner, ps.ip)
 		s.logErr(s.kernel.UnwatchAddr(ps.ip), ps.uid)
 	}
-	ps.ip = netip.Addr{}
+	ps.ip, ps.blackholeIP = netip.Addr{}, netip.Addr{}
 }
 
 func (s *Scopes) logErr(err error, uid string) {

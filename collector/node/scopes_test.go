@@ -32,11 +32,12 @@ func (k *scopeKernel) WatchNetns(ino uint32) error {
 	k.netns[ino] = true
 	return nil
 }
-func (k *scopeKernel) UnwatchNetns(ino uint32) error { delete(k.netns, ino); return nil }
-func (k *scopeKernel) WatchCgroup(id uint64) error   { k.cgroups[id] = true; return nil }
-func (k *scopeKernel) UnwatchCgroup(id uint64) error { delete(k.cgroups, id); return nil }
-func (k *scopeKernel) WatchAddr(netip.Addr) error    { return nil }
-func (k *scopeKernel) UnwatchAddr(netip.Addr) error  { return nil }
+func (k *scopeKernel) UnwatchNetns(ino uint32) error  { delete(k.netns, ino); return nil }
+func (k *scopeKernel) WatchCgroup(id uint64) error    { k.cgroups[id] = true; return nil }
+func (k *scopeKernel) UnwatchCgroup(id uint64) error  { delete(k.cgroups, id); return nil }
+func (k *scopeKernel) WatchAddr(netip.Addr) error     { return nil }
+func (k *scopeKernel) UnwatchAddr(netip.Addr) error   { return nil }
+func (k *scopeKernel) BlackholeAddr(netip.Addr) error { return nil }
 
 // ProcessNetns fails as on a kernel without task iterators: these tests'
 // /proc is a temp dir, read by the /proc/<pid>/ns/net fallback.

@@ -1,0 +1,123 @@
+package correlate
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drainwatch/drainwatch/collector"
+)
+
+// Blackholed connections (docs/design.md, "connections_blackholed"). Once
+// a pod's network is gone (its veth deleted by the runtime's CNI DEL, its
+// route withdrawn), SYNs that routing still sends to its address reach no
+// socket: the node's kernel drops them (a neighbour that never answers, no
+// route, a flooded frame no port wants) and the client sees a connect
+// timeout or "no route to host". The kernel reports each such drop of a
+// terminating pod's address (EventBlackholed, bpf/blackhole.bpf.c); here
+// they become attempts:
+//
+//   - one per client socket (address and port) and pod port: the
+//     retransmissions of a SYN, and the copies a bridge floods to every
+//     port, count once;
+//   - not one the pod's own network dropped (its listener's backlog, a
+//     policy): that is not a missing network;
+//   - not one the pod accepted or refused: a bridge that does not know a
+//     live pod's MAC floods the SYN, the pod answers it and the other
+//     pods drop their copies;
+//   - not the kubelet's probes;
+//   - from deletion_seen to BlackholeWindow after pod_gone (the kubelet
+//     deletes the pod from the API after its sandbox is stopped, so the
+//     network is gone by then), while the pod owns the address.
+
+// blackholeKey names one blackholed attempt.
+type blackholeKey struct {
+	Remote netip.AddrPort
+	Port   uint16
+}
+
+// MarshalText keeps the key in the snapshot as "client>port", so that a
+// restarted daemon still counts a retransmission once.
+func (k blackholeKey) MarshalText() ([]byte, error) {
+	return fmt.Appendf(nil, "%s>%d", k.Remote, k.Port), nil
+}
+
+func (k *blackholeKey) UnmarshalText(b []byte) error {
+	s := string(b)
+	i := strings.LastIndexByte(s, '>')
+	if i < 0 {
+		return fmt.Errorf("blackhole key %q: no port", s)
+	}
+	remote, err := netip.ParseAddrPort(s[:i])
+	if err != nil {
+		return fmt.Errorf("blackhole key %q: %w", s, err)
+	}
+	port, err := strconv.ParseUint(s[i+1:], 10, 16)
+	if err != nil {
+		return fmt.Errorf("blackhole key %q: %w", s, err)
+	}
+	*k = blackholeKey{Remote: remote, Port: uint16(port)}
+	return nil
+}
+
+// blackholed takes a drop of a SYN to the pod's address.
+func (c *Correlator) blackholed(p *podState, e *collector.Event) {
+	t := p.Term
+	if t == nil || !c.cfg.Blackholes || t.Tentative {
+		return
+	}
+	if e.NetnsIno != 0 && e.NetnsIno == p.NetnsIno {
+		return // dropped inside the pod's own network
+	}
+	if e.Time.Before(deletionStart(t)) {
+		return
+	}
+	if gone := goneBy(t); !gone.IsZero() && e.Time.After(gone.Add(c.cfg.BlackholeWindow)) {
+		return
+	}
+	if c.sourceOf(e).probe {
+		return
+	}
+	k := blackholeKey{Remote: netip.AddrPortFrom(e.Remote.Addr().Unmap(), e.Remote.Port()), Port: e.Local.Port()}
+	if t.Reached[k] {
+		return // the pod refused it: a flooded copy
+	}
+	if _, ok := t.Blackholes[k]; ok {
+		return // a retransmission, or another copy
+	}
+	if len(t.Blackholes) >= maxTrackedCookies {
+		// Past the bound, attempts are still counted; a later accept or
+		// refusal of one of them can no longer take it back.
+		t.BlackholeOverflow++
+	} else {
+		if t.Blackholes == nil {
+			t.Blackholes = make(map[blackholeKey]time.Time)
+		}
+		t.Blackholes[k] = e.Time
+	}
+	t.T.Counts.ConnectionsBlackholed++
+	t.T.LastBlackholed = later(t.T.LastBlackholed, e.Time)
+	if len(t.T.Connections) < c.cfg.MaxConnPoints {
+		t.T.Connections = append(t.T.Connections, ConnPoint{Time: e.Time, Blackholed: true})
+	}
+}
+
+// reached takes back a blackholed attempt the pod accepted or refused
+// after all (the copies of a flooded SYN can come before the pod's own
+// answer), and remembers a refused one, whose flooded copies can come
+// after it.
+func reached(t *termState, e *collector.Event, refused bool) {
+	if t == nil {
+		return
+	}
+	k := blackholeKey{Remote: netip.AddrPortFrom(e.Remote.Addr().Unmap(), e.Remote.Port()), Port: e.Local.Port()}
+	if _, ok := t.Blackholes[k]; ok {
+		delete(t.Blackholes, k)
+		t.T.Counts.ConnectionsBlackholed--
+	}
+	if refused {
+		t.Reached = addBounded(t.Reached, k)
+	}
+}

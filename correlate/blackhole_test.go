@@ -54,12 +54,12 @@ func TestBlackholedAttempts(t *testing.T) {
 	if got.Counts.ConnectionsBlackholed != 4 || got.Outcome != OutcomeRefused {
 		t.Errorf("blackholed %d, outcome %s; want 4 (ports 40001, 40002, 40003, 40005), refused", got.Counts.ConnectionsBlackholed, got.Outcome)
 	}
+	if got.Counts.RefusedAfterSigterm != 1 {
+		t.Errorf("refused after the stop signal %d, want 1", got.Counts.RefusedAfterSigterm)
+	}
 	got.Counts.RefusedAfterSigterm = 0
 	if o := outcomeOf(got); o != OutcomeBlackholed {
 		t.Errorf("outcome without the refusal %s, want blackholed", o)
-	}
-	if got.Counts.RefusedAfterSigterm != 1 {
-		t.Errorf("refused after the stop signal %d, want 1", got.Counts.RefusedAfterSigterm)
 	}
 	if want := ms(200 + 4000); !got.LastBlackholed.Equal(want) || got.LastConnAttempt.After(ms(100)) {
 		t.Errorf("last blackholed %v, last attempt %v; want %v, and the attempts only the pod saw", got.LastBlackholed, got.LastConnAttempt, want)

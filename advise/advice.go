@@ -138,9 +138,20 @@ func (s *samples) add(t correlate.Termination) {
 // lagOf is a termination's routing lag sample: routing_lag_observed, or 0
 // when traffic came only before endpoints_not_ready (routing had already
 // converged). A termination without the mark, or with no connection
-// attempt at all, measured nothing.
+// attempt at all, measured nothing. Blackholed attempts (sent after the
+// pod's network was gone) were sent no later than their drop, which can
+// come up to a neighbour's resolution (3 s) after the SYN: when the last
+// drop is later than the last attempt the pod saw, it is the sample, an
+// upper bound of when routing still sent, so the sleep errs long.
 func lagOf(t correlate.Termination) (time.Duration, bool) {
-	if t.Marks.EndpointsNotReady.IsZero() || t.LastConnAttempt.IsZero() {
+	nr := t.Marks.EndpointsNotReady
+	if nr.IsZero() {
+		return 0, false
+	}
+	if last := t.LastBlackholed; !last.IsZero() && last.After(t.LastConnAttempt) {
+		return max(last.Sub(nr), 0), true
+	}
+	if t.LastConnAttempt.IsZero() {
 		return 0, false
 	}
 	lag, ok := t.RoutingLag()

@@ -148,3 +148,23 @@ func TestRuleCheck(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestAdviseBlackholedLag: a naive server's pods saw no attempt after the
+// mark (they were gone), but the node dropped SYNs to them until 1.6 s
+// after it: that is the lag sample (an upper bound), so the sleep covers
+// it; a later attempt the pod saw still wins over an earlier drop.
+func TestAdviseBlackholedLag(t *testing.T) {
+	gone := term(0, time.Second)
+	gone.LastConnAttempt = time.Time{}
+	gone.LastBlackholed = gone.Marks.EndpointsNotReady.Add(1600 * time.Millisecond)
+	seen := term(2*time.Second, time.Second)
+	seen.LastBlackholed = seen.Marks.EndpointsNotReady.Add(time.Second)
+	a := Advise([]correlate.Termination{gone, gone, seen}, DefaultRule)[0]
+	if a.RoutingLag.N != 3 || time.Duration(a.RoutingLag.Max) != 2*time.Second || a.PrestopSleepSeconds != 3 {
+		t.Errorf("lag %+v, sleep %d; want 3 samples, max 2 s, sleep 3 s", a.RoutingLag, a.PrestopSleepSeconds)
+	}
+	a = Advise([]correlate.Termination{gone, gone, gone}, DefaultRule)[0]
+	if time.Duration(a.RoutingLag.P) != 1600*time.Millisecond || a.PrestopSleepSeconds != 3 {
+		t.Errorf("lag %+v, sleep %d; want p99 1.6 s, sleep 3 s", a.RoutingLag, a.PrestopSleepSeconds)
+	}
+}

@@ -17,13 +17,15 @@ import (
 
 // TestAdviseClosedLoop: a naive Deployment of 3 (no preStop) behind a
 // router 1.5 s late, under constant load. A rollout restart loses
-// connections: drainwatch's refusals equal the router's refused dials to
-// the replaced pods (more dials found no pod at all: a naive server exits
-// at once, so the measured lag is a lower bound and the sleep is mostly
-// the margin). `drainwatch advise -o patch`, applied with the real
+// connections: a naive server exits at once, so a few dials are refused
+// between its exit and its network's teardown, and the rest until the
+// router converges find no pod at all. drainwatch's refusals equal the
+// router's refused dials to the replaced pods, and its blackholed
+// connections the router's dials that failed otherwise (a timeout, no
+// route to host). `drainwatch advise -o patch`, applied with the real
 // kubectl, changes the template: a rollout of pods made before it. The
 // rollout after that replaces pods that sleep what advise said: refused
-// 0 by drainwatch's account and the router's, and no dial unreached.
+// and blackholed 0 by drainwatch's account and the router's.
 func TestAdviseClosedLoop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -47,9 +49,10 @@ func TestAdviseClosedLoop(t *testing.T) {
 
 	before := rollOnce(ctx, t, c, ns, pods, restart(ctx, t, c, ns))
 	dwBefore, routerBefore, unreachedBefore := refusedOf(t, ds[0], before), routerRefused(r.Conns(), before), routerUnreached(r.Conns(), before)
-	t.Logf("rollout without preStop: drainwatch refused %d, the router's refused dials %d (and %d dials that found no pod)", dwBefore, routerBefore, unreachedBefore)
-	if dwBefore != routerBefore || dwBefore == 0 {
-		t.Fatalf("before advise: drainwatch refused %d, router %d (want equal, and the rollout to lose traffic)", dwBefore, routerBefore)
+	bhBefore := blackholedOf(t, ds[0], before)
+	t.Logf("rollout without preStop: drainwatch refused %d and blackholed %d; the router's dials refused %d, failed otherwise %d", dwBefore, bhBefore, routerBefore, unreachedBefore)
+	if dwBefore != routerBefore || bhBefore != unreachedBefore || routerBefore+unreachedBefore == 0 {
+		t.Fatalf("before advise: drainwatch refused %d and blackholed %d, the router %d and %d (want equal, and the rollout to lose traffic)", dwBefore, bhBefore, routerBefore, unreachedBefore)
 	}
 	t.Logf("drainwatch advise:\n%s", adviser(ns))
 	patch := strings.TrimSpace(adviser(ns, "-o", "patch"))
@@ -71,9 +74,10 @@ func TestAdviseClosedLoop(t *testing.T) {
 	}
 	after := rollOnce(ctx, t, c, ns, withSleep, restart(ctx, t, c, ns))
 	dwAfter, routerAfter, unreachedAfter := refusedOf(t, ds[0], after), routerRefused(r.Conns(), after), routerUnreached(r.Conns(), after)
-	t.Logf("rollout of the pods with the advised sleep: drainwatch refused %d, the router's refused dials %d (and %d dials that found no pod)", dwAfter, routerAfter, unreachedAfter)
-	if dwAfter != 0 || routerAfter != 0 || unreachedAfter != 0 {
-		t.Errorf("after advise: drainwatch refused %d, router refused %d and %d unreached; want 0 = 0, 0", dwAfter, routerAfter, unreachedAfter)
+	bhAfter := blackholedOf(t, ds[0], after)
+	t.Logf("rollout of the pods with the advised sleep: drainwatch refused %d and blackholed %d; the router's dials refused %d, failed otherwise %d", dwAfter, bhAfter, routerAfter, unreachedAfter)
+	if dwAfter != 0 || routerAfter != 0 || unreachedAfter != 0 || bhAfter != 0 {
+		t.Errorf("after advise: drainwatch refused %d and blackholed %d, the router %d and %d; want 0 = 0, 0 = 0", dwAfter, bhAfter, routerAfter, unreachedAfter)
 	}
 	t.Logf("drainwatch advise after both rollouts:\n%s", adviser(ns))
 }
@@ -133,6 +137,21 @@ func refusedOf(t *testing.T, d *nodeDaemon, pods []corev1.Pod) int {
 		t.Logf("%s: refused %d after, %d before the stop signal; from delete_requested: killing %v, endpoints_not_ready %v, stop_signal %v, last attempt %v, exit %v, pod_gone %v; sources %+v",
 			p.Name, got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, at(m.Killing), at(m.EndpointsNotReady), at(m.StopSignal),
 			at(got.LastConnAttempt), at(m.Exit), at(m.PodGone), got.RoutingSources)
+	}
+	return n
+}
+
+// blackholedOf sums the blackholed connections of the pods' complete
+// terminations.
+func blackholedOf(t *testing.T, d *nodeDaemon, pods []corev1.Pod) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := 0
+	for _, p := range pods {
+		got := waitComplete(ctx, t, d, string(p.UID))
+		n += got.Counts.ConnectionsBlackholed
+		t.Logf("%s: blackholed %d, last dropped %v after delete_requested", p.Name, got.Counts.ConnectionsBlackholed, got.LastBlackholed.Sub(got.Marks.DeleteRequested))
 	}
 	return n
 }

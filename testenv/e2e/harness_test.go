@@ -90,9 +90,15 @@ func daemonConfig(t *testing.T, rc *rest.Config, node, stateDir, pinPath string)
 	return daemon.Config{
 		NodeName: node, Rest: rc, StateDir: stateDir, PinPath: pinPath,
 		Log:       logger(t, zerolog.InfoLevel).With().Str("node", node).Logger(),
-		Correlate: correlate.Config{KernelTail: time.Second, StartupWindow: startupWindow},
+		Correlate: correlate.Config{KernelTail: time.Second, StartupWindow: startupWindow, BlackholeWindow: blackholeWindow},
 	}
 }
+
+// blackholeWindow is the daemons' --blackhole-window: shorter than the
+// default 10 s so that every termination does not wait that long, longer
+// than a lagging router's last SYN after pod_gone (its lag, 1.5 s in
+// these tests) plus the node's neighbour resolution (3 s).
+const blackholeWindow = 5 * time.Second
 
 // runDaemon runs a daemon until the test ends.
 func runDaemon(t *testing.T, cfg daemon.Config) *nodeDaemon {

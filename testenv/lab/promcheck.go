@@ -11,7 +11,7 @@ import (
 )
 
 // promTotals are a namespace's sums of drainwatch's counters.
-type promTotals struct{ refused, killed, killedAtExit, probes, resets int }
+type promTotals struct{ refused, killed, killedAtExit, probes, resets, blackholed int }
 
 // counterMetrics are the counters the table compares, in promTotals' order.
 var counterMetrics = []string{
@@ -20,10 +20,11 @@ var counterMetrics = []string{
 	"drainwatch_requests_killed_at_exit_total",
 	"drainwatch_probe_connections_refused_total",
 	"drainwatch_connections_reset_at_shutdown_total",
+	"drainwatch_connections_blackholed_total",
 }
 
 func (t *promTotals) fields() []*int {
-	return []*int{&t.refused, &t.killed, &t.killedAtExit, &t.probes, &t.resets}
+	return []*int{&t.refused, &t.killed, &t.killedAtExit, &t.probes, &t.resets, &t.blackholed}
 }
 
 // apiTotals are the daemons' API's sums over the namespace's complete
@@ -38,7 +39,7 @@ func (l *Lab) apiTotals(ctx context.Context, ns string) (promTotals, error) {
 	}
 	vs = slices.DeleteFunc(vs, func(v exporter.TerminationView) bool { return !v.Complete })
 	c := sumCounts(vs...)
-	return promTotals{c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.RequestsKilledAtExit, c.ProbeRefused, c.ConnectionsResetAtShutdown}, nil
+	return promTotals{c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.RequestsKilledAtExit, c.ProbeRefused, c.ConnectionsResetAtShutdown, c.ConnectionsBlackholed}, nil
 }
 
 // checkPrometheus compares, for every scenario namespace that took its
@@ -91,8 +92,8 @@ func (l *Lab) promAgrees(ctx context.Context, ns string) (prom, api promTotals, 
 }
 
 func (t promTotals) String() string {
-	return fmt.Sprintf("(refused %d, killed %d, killed at exit %d, probe refused %d, reset at shutdown %d)",
-		t.refused, t.killed, t.killedAtExit, t.probes, t.resets)
+	return fmt.Sprintf("(refused %d, killed %d, killed at exit %d, probe refused %d, reset at shutdown %d, blackholed %d)",
+		t.refused, t.killed, t.killedAtExit, t.probes, t.resets, t.blackholed)
 }
 
 // promTotals waits until Prometheus has scraped the namespace's

@@ -42,11 +42,17 @@ type Result struct {
 	// The startup side (startup_row.go): the clients' refusals sent
 	// before and after the daemon's Ready mark; drainwatch's are
 	// refused_before_ready and refused_after_ready.
-	ClientRefusedBeforeReady     int      `json:"client_refused_before_ready,omitempty"`
-	DrainwatchRefusedBeforeReady int      `json:"drainwatch_refused_before_ready,omitempty"`
-	ClientRefusedAfterReady      int      `json:"client_refused_after_ready,omitempty"`
-	DrainwatchRefusedAfterReady  int      `json:"drainwatch_refused_after_ready,omitempty"`
-	Diagnoses                    []string `json:"diagnoses"`
+	ClientRefusedBeforeReady     int `json:"client_refused_before_ready,omitempty"`
+	DrainwatchRefusedBeforeReady int `json:"drainwatch_refused_before_ready,omitempty"`
+	ClientRefusedAfterReady      int `json:"client_refused_after_ready,omitempty"`
+	DrainwatchRefusedAfterReady  int `json:"drainwatch_refused_after_ready,omitempty"`
+	// ClientBlackholed: the router's dials to a replaced pod that failed
+	// without a refusal (a timeout, no route to host: its network was
+	// gone); drainwatch's is connections_blackholed. Compared in the
+	// rolling update's rows, where the router is the pods' only client.
+	ClientBlackholed     int      `json:"client_blackholed"`
+	DrainwatchBlackholed int      `json:"drainwatch_blackholed"`
+	Diagnoses            []string `json:"diagnoses"`
 	// Source says where drainwatch's numbers come from: "api" (the
 	// daemons' terminations) or "prometheus" (PromQL by revision).
 	Source string `json:"source"`
@@ -65,7 +71,8 @@ func (r Result) Agree() bool {
 		r.ClientKilledAtExit == r.DrainwatchKilledAtExit &&
 		r.ProberProbeRefused == r.DrainwatchProbeRefused && r.ClientResetAtShutdown == r.DrainwatchResetAtShutdown &&
 		r.ProxyResetOnReuse == r.DrainwatchResetOnReuse &&
-		r.ClientRefusedBeforeReady == r.DrainwatchRefusedBeforeReady && r.ClientRefusedAfterReady == r.DrainwatchRefusedAfterReady
+		r.ClientRefusedBeforeReady == r.DrainwatchRefusedBeforeReady && r.ClientRefusedAfterReady == r.DrainwatchRefusedAfterReady &&
+		r.ClientBlackholed == r.DrainwatchBlackholed
 }
 
 // AllAgree reports whether every result agrees (and there is at least one).
@@ -83,7 +90,7 @@ func Table(rs []Result) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\trefused clients/drainwatch\tkilled clients/drainwatch\tkilled at exit clients/drainwatch\tprobe refused prober/drainwatch\t"+
-		"reset at shutdown clients/drainwatch\treset on reuse proxy/drainwatch\trefused before/after Ready clients/drainwatch\tagree\tdiagnosis")
+		"reset at shutdown clients/drainwatch\treset on reuse proxy/drainwatch\trefused before/after Ready clients/drainwatch\tblackholed clients/drainwatch\tagree\tdiagnosis")
 	for _, r := range rs {
 		agree := "yes"
 		if !r.Agree() {
@@ -93,10 +100,11 @@ func Table(rs []Result) string {
 		if r.Error != "" {
 			diag = "error: " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d, %d / %d, %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
+		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d, %d / %d, %d\t%d / %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
 			r.ClientKilled, r.DrainwatchKilled, r.ClientKilledAtExit, r.DrainwatchKilledAtExit, r.ProberProbeRefused, r.DrainwatchProbeRefused,
 			r.ClientResetAtShutdown, r.DrainwatchResetAtShutdown, r.ProxyResetOnReuse, r.DrainwatchResetOnReuse,
-			r.ClientRefusedBeforeReady, r.ClientRefusedAfterReady, r.DrainwatchRefusedBeforeReady, r.DrainwatchRefusedAfterReady, agree, diag)
+			r.ClientRefusedBeforeReady, r.ClientRefusedAfterReady, r.DrainwatchRefusedBeforeReady, r.DrainwatchRefusedAfterReady,
+			r.ClientBlackholed, r.DrainwatchBlackholed, agree, diag)
 	}
 	_ = tw.Flush()
 	return b.String()

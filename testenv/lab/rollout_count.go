@@ -63,7 +63,7 @@ func (l *Lab) countRollout(ctx context.Context, run *rolloutRun) ([]Result, erro
 type revCount = promTotals
 
 // clientsByRevision: refusals are the router's Refused records by
-// backend; killed are client requests proxied to a pod that got SIGKILL and
+// backend, blackholed its dials that failed otherwise; killed are client requests proxied to a pod that got SIGKILL and
 // cut by it (see groundtruth.go); resets at shutdown are the router's
 // connections the pod reset or closed unanswered while alive; probe
 // refusals are the kubelet prober's own count per pod.
@@ -85,8 +85,13 @@ func (l *Lab) clientsByRevision(run *rolloutRun, revOf map[string]string) (map[s
 		if !ok {
 			continue
 		}
-		if c.Outcome == router.Refused {
+		switch c.Outcome {
+		case router.Refused:
 			add(p, func(rc *revCount) { rc.refused++ })
+		case router.DialError:
+			// No refusal: a timeout or no route to host, the pod's
+			// network gone (blackholed).
+			add(p, func(rc *revCount) { rc.blackholed++ })
 		}
 		if ResetByBackend(c) && !Killed(reqOf[c.Client], l.deathOf(p.UID)) {
 			add(p, func(rc *revCount) { rc.resets++ })
@@ -216,14 +221,15 @@ func revisionResult(i int, rev string, c revCount, prom promTotals, vs []exporte
 		}
 	}
 	sum := sumCounts(mine...)
-	api := promTotals{sum.RefusedAfterSigterm, sum.RequestsKilledBySigkill, sum.RequestsKilledAtExit, sum.ProbeRefused, sum.ConnectionsResetAtShutdown}
+	api := promTotals{sum.RefusedAfterSigterm, sum.RequestsKilledBySigkill, sum.RequestsKilledAtExit, sum.ProbeRefused, sum.ConnectionsResetAtShutdown, sum.ConnectionsBlackholed}
 	r := Result{Name: fmt.Sprintf("rollout/revision-%s (%s)", rev, revisionLabels[i]), Namespace: rolloutNS, Revision: rev, Source: "prometheus",
 		ClientRefused: c.refused, DrainwatchRefused: prom.refused, ClientKilled: c.killed, DrainwatchKilled: prom.killed,
 		// The rollout's naive servers drain before they exit: the router
 		// saw nothing cut by an exit, and drainwatch must say the same.
 		DrainwatchKilledAtExit: prom.killedAtExit,
 		ProberProbeRefused:     c.probes, DrainwatchProbeRefused: prom.probes,
-		ClientResetAtShutdown: c.resets, DrainwatchResetAtShutdown: prom.resets, Diagnoses: diagnosisCodes(mine...),
+		ClientResetAtShutdown: c.resets, DrainwatchResetAtShutdown: prom.resets,
+		ClientBlackholed: c.blackholed, DrainwatchBlackholed: prom.blackholed, Diagnoses: diagnosisCodes(mine...),
 		Note: fmt.Sprintf("%d pods; api %s; whole run: clients %s, router %s", len(mine),
 			api, client.Summarize(run.reqs), routerSummary(run.conns))}
 	if api != prom {

@@ -97,6 +97,7 @@ func sumCounts(vs ...exporter.TerminationView) correlate.Counts {
 		c.RequestsKilledAtExit += v.Counts.RequestsKilledAtExit
 		c.ProbeRefused += v.Counts.ProbeRefused
 		c.ConnectionsResetAtShutdown += v.Counts.ConnectionsResetAtShutdown
+		c.ConnectionsBlackholed += v.Counts.ConnectionsBlackholed
 	}
 	return c
 }

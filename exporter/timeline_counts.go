@@ -10,7 +10,9 @@ import (
 	"github.com/drainwatch/drainwatch/correlate"
 )
 
-// writeCounts prints the exact counts of a termination, four rows: what
+// writeCounts prints the exact counts of a termination, four rows (five
+// with blackholed connections, which only a pod whose network went while
+// routing still sent there has): what
 // clients lost, what routing and exit did, what the shutdown reset and the
 // kubelet's probes met (never part of the rows above), and the requests
 // reset on reused keep-alive connections with their RST reasons.
@@ -19,11 +21,31 @@ func writeCounts(w *bufio.Writer, t correlate.Termination) {
 	sig := StopSignalName(t)
 	printLine(w, "  refused after %s: %d  killed by SIGKILL: %d  killed at exit: %d  refused before %s: %d",
 		sig, c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.RequestsKilledAtExit, sig, c.RefusedBeforeSigterm)
+	if c.ConnectionsBlackholed > 0 {
+		printLine(w, "  blackholed: %d%s", c.ConnectionsBlackholed, blackholeDetail(t))
+	}
 	printLine(w, "  in flight at stop signal: %d  accepted after endpoint removal: %d  reset at exit: %d",
 		c.InflightAtStopSignal, c.AcceptedAfterEndpointsNotReady, c.ConnectionsResetAtExit)
 	printLine(w, "  reset at shutdown: %d  streams killed by SIGKILL: %d  probe refusals: %d",
 		c.ConnectionsResetAtShutdown, c.StreamsKilledBySigkill, c.ProbeRefused)
 	printLine(w, "  reset on reused connections: %d%s", c.RequestsResetOnReusedConnections, reuseDetail(t.ReuseResets))
+}
+
+// blackholeDetail is " (sent after the pod's network was gone; the last
+// dropped 1.600s after the deletion)" for a termination with blackholed
+// connections, "" without any.
+func blackholeDetail(t correlate.Termination) string {
+	if t.Counts.ConnectionsBlackholed == 0 || t.LastBlackholed.IsZero() {
+		return ""
+	}
+	ref := t.Marks.DeleteRequested
+	if ref.IsZero() {
+		ref = t.Marks.DeletionSeen
+	}
+	if ref.IsZero() {
+		return " (sent after the pod's network was gone)"
+	}
+	return fmt.Sprintf(" (sent after the pod's network was gone; the last dropped %s after the deletion)", correlate.FormatSeconds(t.LastBlackholed.Sub(ref)))
 }
 
 // reuseDetail is " (after the stop signal: 2; TCP_TIMEWAIT_SOCKET 2)" for

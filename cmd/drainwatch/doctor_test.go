@@ -111,8 +111,8 @@ func TestDoctorHost(t *testing.T) {
 	writeResults(&buf, "text", rs)
 	t.Logf("drainwatch doctor:\n%s", buf.String())
 	os.Remove("/sys/fs/bpf/drainwatch-doctor-test")
-	if exitCode(rs) != 0 || len(rs) != 17 {
-		t.Fatalf("%d lines, exit %d; want 17 lines and 0", len(rs), exitCode(rs))
+	if exitCode(rs) != 0 || len(rs) != 18 {
+		t.Fatalf("%d lines, exit %d; want 18 lines and 0", len(rs), exitCode(rs))
 	}
 }
 

@@ -49,8 +49,8 @@ func TestTimelineWideYAMLAndRevision(t *testing.T) {
 	if code := timelineCmd([]string{"--url", s.URL, "-n", "shop", "-o", "wide"}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
-	want := "NAMESPACE  POD    WORKLOAD        REVISION  NODE        STARTED               OUTCOME  REFUSED  KILLED  KILLED-AT-EXIT  RESET  COMPLETE\n" +
-		"shop       web-a  Deployment/web  7         node-web-a  2026-03-04T05:06:06Z  refused  44       0       0               0      true\n"
+	want := "NAMESPACE  POD    WORKLOAD        REVISION  NODE        STARTED               OUTCOME  REFUSED  KILLED  KILLED-AT-EXIT  BLACKHOLED  RESET  COMPLETE\n" +
+		"shop       web-a  Deployment/web  7         node-web-a  2026-03-04T05:06:06Z  refused  44       0       0               0           0      true\n"
 	if out.String() != want {
 		t.Errorf("-o wide:\n%s\nwant:\n%s", out.String(), want)
 	}
@@ -96,10 +96,10 @@ func TestTimelineFollowPrintsNewAndChanged(t *testing.T) {
 		timeout: 10 * time.Second, polls: 4, stdout: &out, stderr: &errOut})
 	// A row per termination when it appears or changes (web-a completes);
 	// each poll's rows are aligned among themselves, as kubectl get -w.
-	want := "NAMESPACE  POD    WORKLOAD        REVISION  NODE  STARTED  OUTCOME  REFUSED  KILLED  KILLED-AT-EXIT  RESET  COMPLETE\n" +
-		"shop       web-a  Deployment/web  -         n1    -        -        0        0       0               0      false\n" +
-		"shop  web-a  Deployment/web  -  n1  -  refused  5  0  0  0  false\n" +
-		"shop  web-b  Deployment/web  -  n1  -  clean    0  0  0  0  false\n"
+	want := "NAMESPACE  POD    WORKLOAD        REVISION  NODE  STARTED  OUTCOME  REFUSED  KILLED  KILLED-AT-EXIT  BLACKHOLED  RESET  COMPLETE\n" +
+		"shop       web-a  Deployment/web  -         n1    -        -        0        0       0               0           0      false\n" +
+		"shop  web-a  Deployment/web  -  n1  -  refused  5  0  0  0  0  false\n" +
+		"shop  web-b  Deployment/web  -  n1  -  clean    0  0  0  0  0  false\n"
 	if n != 4 || out.String() != want || errOut.Len() != 0 {
 		t.Errorf("%d polls, output:\n%q\nwant:\n%q\nstderr %s", n, out.String(), want, errOut.String())
 	}

@@ -42,7 +42,7 @@ func printOutput(w io.Writer, format string, views []exporter.TerminationView) e
 }
 
 // wideHeader names writeWide's columns: a line per termination, what it lost.
-const wideHeader = "NAMESPACE\tPOD\tWORKLOAD\tREVISION\tNODE\tSTARTED\tOUTCOME\tREFUSED\tKILLED\tKILLED-AT-EXIT\tRESET\tCOMPLETE"
+const wideHeader = "NAMESPACE\tPOD\tWORKLOAD\tREVISION\tNODE\tSTARTED\tOUTCOME\tREFUSED\tKILLED\tKILLED-AT-EXIT\tBLACKHOLED\tRESET\tCOMPLETE"
 
 func writeWide(w io.Writer, views []exporter.TerminationView, header bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -55,10 +55,10 @@ func writeWide(w io.Writer, views []exporter.TerminationView, header bool) error
 			started = t.UTC().Format(time.RFC3339)
 		}
 		c, p := v.Counts, collector.Printable // the tabs and newline are the layout's alone
-		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n",
 			p(v.Workload.Namespace), p(v.Pod), p(v.Workload.Kind), p(v.Workload.Name), p(orDash(v.Workload.Revision)), p(v.Node),
 			started, p(orDash(v.Outcome)), c.RefusedAfterSigterm, c.RequestsKilledBySigkill, c.RequestsKilledAtExit,
-			c.ConnectionsResetAtShutdown,
+			c.ConnectionsBlackholed, c.ConnectionsResetAtShutdown,
 			strconv.FormatBool(v.Complete))
 	}
 	return tw.Flush()

@@ -67,7 +67,7 @@ func diagnose(t Termination, prestopMessage string, cfg Config) []Diagnosis {
 	exceeded := nodeFix(t, graceExceeded(t, ignored))
 	killed = nodeFix(t, killed)
 	for _, d := range []*Diagnosis{
-		restart, routing, drainDelay, ignoredDiagnosis(t, ignored),
+		restart, routing, blackholed(t, cfg), drainDelay, ignoredDiagnosis(t, ignored),
 		exceeded, killed, killedAtExit(t, restart), streamsKilled(t), shutdownResets(t), resetAtExit(t), resetOnReuse(t),
 		prestopFailed(t, prestopMessage), budgetTooSmall(t, ignored, cfg), stopSignalMismatch(t),
 	} {
@@ -103,12 +103,32 @@ func listenerClosedEarly(t Termination, cfg Config) *Diagnosis {
 	return d
 }
 
+// blackholed: connections sent after the pod's network was gone. The
+// sleep covers until the last drop after the deletion, an upper bound of
+// the last SYN (see Termination.LastBlackholed).
+func blackholed(t Termination, cfg Config) *Diagnosis {
+	n := t.Counts.ConnectionsBlackholed
+	if n == 0 {
+		return nil
+	}
+	d := &Diagnosis{Code: DiagBlackholed,
+		Message: fmt.Sprintf("%d connections sent after the pod's network was gone were dropped by the node (clients time out)", n),
+		Fix:     fmt.Sprintf("add preStop sleep ≥ %ds", sleepFor(0, cfg))}
+	start := deletionRef(t)
+	if !start.IsZero() && t.LastBlackholed.After(start) {
+		took := t.LastBlackholed.Sub(start)
+		d.Message += fmt.Sprintf(", the last %s after %s", FormatSeconds(took), deletionRefName(t))
+		d.Fix = fmt.Sprintf("add preStop sleep ≥ %ds: routing still sent %s after %s", sleepFor(took, cfg), FormatSeconds(took), deletionRefName(t))
+	}
+	return d
+}
+
 func noDrainDelay(t Termination, cfg Config) *Diagnosis {
 	m := t.Marks
 	start := deletionRef(t)
 	// Only a pod that routing sends traffic to needs the delay: one behind
 	// a Service, or one that refused connections.
-	routed := !m.EndpointsNotReady.IsZero() || t.Counts.RefusedAfterSigterm+t.Counts.RefusedBeforeSigterm > 0
+	routed := !m.EndpointsNotReady.IsZero() || t.Counts.RefusedAfterSigterm+t.Counts.RefusedBeforeSigterm+t.Counts.ConnectionsBlackholed > 0
 	if !routed || m.ListenerClosed.IsZero() || start.IsZero() || m.ListenerClosed.Sub(start) >= cfg.MinDrainDelay {
 		return nil
 	}

@@ -107,6 +107,7 @@ const (
 	DiagStopSignalKills     = "stop_signal_kills_server"
 	DiagExitedInflight      = "exited_with_requests_in_flight"
 	DiagCrashedDuringDrain  = "crashed_during_drain"
+	DiagBlackholed          = "connections_blackholed"
 	DiagClean               = "clean"
 )
 

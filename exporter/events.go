@@ -45,6 +45,7 @@ var eventReasons = map[string]string{
 	correlate.DiagStopSignalKills:     "DrainStopSignalKillsServer",
 	correlate.DiagExitedInflight:      "DrainExitedWithRequestsInFlight",
 	correlate.DiagCrashedDuringDrain:  "DrainCrashedDuringDrain",
+	correlate.DiagBlackholed:          "DrainBlackholedConnections",
 }
 
 // EventReason returns the Event reason of a diagnosis code ("" for clean).

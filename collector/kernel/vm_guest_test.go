@@ -61,6 +61,7 @@ func runMatrixSuite(t *testing.T) {
 	for _, p := range probes {
 		fmt.Printf("VMGUEST probe %s %s %s %s\n", p.Name, p.Hook, p.State, p.Detail)
 	}
+	markBlackholeDst(t, k)
 	start := time.Now()
 	w := newWorkload(t)
 	traffic := time.Since(start)

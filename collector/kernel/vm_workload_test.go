@@ -49,6 +49,7 @@ func newWorkload(t *testing.T) *workload {
 	w.lateSegments(t)
 	w.sleeper = sigtermSleeper(t)
 	w.holdAndKill(t)
+	sendBlackholed(t)
 	return w
 }
 
@@ -223,6 +224,8 @@ func (w *workload) features(evs []collector.Event) map[string]int {
 	got := map[string]int{}
 	for _, ev := range evs {
 		switch {
+		case ev.Type == collector.EventBlackholed && ev.Local.Addr() == blackholeDst:
+			got["blackholed"]++
 		case ev.Type == collector.EventRefused && ev.Local.String() == "127.0.0.1:9":
 			got["refused"]++
 		case ev.Type == collector.EventAccept && ev.Local.Port() == w.acceptPort:

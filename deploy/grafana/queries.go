@@ -23,14 +23,16 @@ var (
 	// SIGKILL's (no handler for the stop signal, a shutdown timeout shorter
 	// than the longest request, a crash).
 	qKilledAtExitRate = `sum by (workload, revision) (increase(drainwatch_requests_killed_at_exit_total{` + sel + `}[$__rate_interval]))`
-	qRefusedTotal     = `sum by (workload, revision) (drainwatch_connections_refused_after_sigterm_total{` + sel + `})`
-	qKilledTotal      = `sum by (workload, revision) (drainwatch_requests_killed_by_sigkill_total{` + sel + `})`
-	qOutcomes         = `sum by (workload, revision, outcome) (increase(drainwatch_terminations_total{` + sel + `}[$__rate_interval]))`
-	qAcceptedLate     = `sum by (workload, revision) (increase(drainwatch_connections_accepted_after_endpoint_removal_total{` + sel + `}[$__rate_interval]))`
-	qResetsRate       = `sum by (workload, revision) (increase(drainwatch_connections_reset_at_shutdown_total{` + sel + `}[$__rate_interval]))`
-	qReuseRate        = `sum by (workload, revision) (increase(drainwatch_requests_reset_on_reused_connections_total{` + sel + `}[$__rate_interval]))`
-	qProbesRate       = `sum by (workload, revision) (increase(drainwatch_probe_connections_refused_total{` + sel + `}[$__rate_interval]))`
-	qPartialRate      = `sum by (workload, reason) (increase(drainwatch_terminations_partial_total{` + wsel + `}[$__rate_interval]))`
+	// qBlackholedRate: connections sent after the pods' network was gone.
+	qBlackholedRate = `sum by (workload, revision) (increase(drainwatch_connections_blackholed_total{` + sel + `}[$__rate_interval]))`
+	qRefusedTotal   = `sum by (workload, revision) (drainwatch_connections_refused_after_sigterm_total{` + sel + `})`
+	qKilledTotal    = `sum by (workload, revision) (drainwatch_requests_killed_by_sigkill_total{` + sel + `})`
+	qOutcomes       = `sum by (workload, revision, outcome) (increase(drainwatch_terminations_total{` + sel + `}[$__rate_interval]))`
+	qAcceptedLate   = `sum by (workload, revision) (increase(drainwatch_connections_accepted_after_endpoint_removal_total{` + sel + `}[$__rate_interval]))`
+	qResetsRate     = `sum by (workload, revision) (increase(drainwatch_connections_reset_at_shutdown_total{` + sel + `}[$__rate_interval]))`
+	qReuseRate      = `sum by (workload, revision) (increase(drainwatch_requests_reset_on_reused_connections_total{` + sel + `}[$__rate_interval]))`
+	qProbesRate     = `sum by (workload, revision) (increase(drainwatch_probe_connections_refused_total{` + sel + `}[$__rate_interval]))`
+	qPartialRate    = `sum by (workload, reason) (increase(drainwatch_terminations_partial_total{` + wsel + `}[$__rate_interval]))`
 	// Outside terminations the count is per workload (no revision label).
 	qSteadyReuseRate = `sum by (workload) (increase(drainwatch_requests_reset_on_reused_connections_outside_terminations_total{` + wsel + `}[$__rate_interval]))`
 )

@@ -75,7 +75,7 @@ func TestAlertsUseOnlyExportedMetrics(t *testing.T) {
 			}
 		}
 	}
-	if n != 9 {
-		t.Errorf("%d alerts, want 9", n)
+	if n != 10 {
+		t.Errorf("%d alerts, want 10", n)
 	}
 }

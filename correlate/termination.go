@@ -195,7 +195,7 @@ type Termination struct {
 
 	Diagnoses []Diagnosis `json:"diagnoses,omitempty"`
 	// Outcome is the terminations_total label: clean, refused, killed
-	// (by SIGKILL or at exit), refused_and_killed, reset, partial.
+	// (by SIGKILL or at exit), refused_and_killed, blackholed, reset, partial.
 	Outcome string `json:"outcome,omitempty"`
 
 	// Complete is set once no more events can change the record (the pod is

@@ -67,7 +67,7 @@ drainwatch_probe_connections_refused_total{namespace="shop",revision="7",workloa
 # HELP drainwatch_connections_reset_at_shutdown_total Connections the shutdown reset while the process was alive (ECONNRESET or an empty reply at the client): accepted connections still queued when the listener closed, handshakes it left half-open, and connections with a request in flight the server closed or reset before answering.
 # TYPE drainwatch_connections_reset_at_shutdown_total counter
 drainwatch_connections_reset_at_shutdown_total{namespace="shop",revision="7",workload="web",workload_kind="Deployment"} 6
-# HELP drainwatch_terminations_total Pod terminations completed on this node, by rollout, outcome (clean, refused, killed, refused_and_killed, reset, partial) and cause (rollout, scale_down, eviction, preemption, node_pressure, node_shutdown, container_restart, oom_kill, delete, unknown).
+# HELP drainwatch_terminations_total Pod terminations completed on this node, by rollout, outcome (clean, refused, killed, refused_and_killed, blackholed, reset, partial) and cause (rollout, scale_down, eviction, preemption, node_pressure, node_shutdown, container_restart, oom_kill, delete, unknown).
 # TYPE drainwatch_terminations_total counter
 drainwatch_terminations_total{cause="unknown",namespace="shop",outcome="partial",revision="7",workload="web",workload_kind="Deployment"} 1
 drainwatch_terminations_total{cause="unknown",namespace="shop",outcome="refused",revision="7",workload="web",workload_kind="Deployment"} 1

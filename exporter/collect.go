@@ -13,7 +13,7 @@ var (
 	workloadLabelNames = []string{"namespace", "workload_kind", "workload"}
 
 	terminationsDesc = prometheus.NewDesc("drainwatch_terminations_total",
-		"Pod terminations completed on this node, by rollout, outcome (clean, refused, killed, refused_and_killed, reset, partial) and cause ("+strings.Join(correlate.Causes(), ", ")+").",
+		"Pod terminations completed on this node, by rollout, outcome ("+strings.Join(correlate.Outcomes(), ", ")+") and cause ("+strings.Join(correlate.Causes(), ", ")+").",
 		append(rolloutLabelNames[:4:4], "outcome", "cause"), nil)
 	partialDesc = prometheus.NewDesc("drainwatch_terminations_partial_total",
 		"Terminations whose kernel view is incomplete, one increment per reason: "+strings.Join(partialReasons, ", ")+".",

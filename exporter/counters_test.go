@@ -50,7 +50,7 @@ drainwatch_requests_killed_by_sigkill_total{namespace="shop",revision="3",worklo
 # HELP drainwatch_connections_accepted_after_endpoint_removal_total Connections accepted after the pod's endpoint became not ready: routing had not converged yet.
 # TYPE drainwatch_connections_accepted_after_endpoint_removal_total counter
 drainwatch_connections_accepted_after_endpoint_removal_total{namespace="shop",revision="3",workload="web",workload_kind="Deployment"} 3
-# HELP drainwatch_terminations_total Pod terminations completed on this node, by rollout, outcome (clean, refused, killed, refused_and_killed, reset, partial) and cause (rollout, scale_down, eviction, preemption, node_pressure, node_shutdown, container_restart, oom_kill, delete, unknown).
+# HELP drainwatch_terminations_total Pod terminations completed on this node, by rollout, outcome (clean, refused, killed, refused_and_killed, blackholed, reset, partial) and cause (rollout, scale_down, eviction, preemption, node_pressure, node_shutdown, container_restart, oom_kill, delete, unknown).
 # TYPE drainwatch_terminations_total counter
 drainwatch_terminations_total{cause="unknown",namespace="shop",outcome="killed",revision="3",workload="web",workload_kind="Deployment"} 1
 drainwatch_terminations_total{cause="unknown",namespace="shop",outcome="partial",revision="3",workload="web",workload_kind="Deployment"} 1
@@ -164,7 +164,7 @@ func TestCountersRestoredFromBeforeCauses(t *testing.T) {
 	m := NewMetrics(Options{SeriesTTL: time.Hour, Now: func() time.Time { return at(60) }})
 	must(t, m.RestoreCounters(cs))
 	want := `
-# HELP drainwatch_terminations_total Pod terminations completed on this node, by rollout, outcome (clean, refused, killed, refused_and_killed, reset, partial) and cause (rollout, scale_down, eviction, preemption, node_pressure, node_shutdown, container_restart, oom_kill, delete, unknown).
+# HELP drainwatch_terminations_total Pod terminations completed on this node, by rollout, outcome (clean, refused, killed, refused_and_killed, blackholed, reset, partial) and cause (rollout, scale_down, eviction, preemption, node_pressure, node_shutdown, container_restart, oom_kill, delete, unknown).
 # TYPE drainwatch_terminations_total counter
 drainwatch_terminations_total{cause="unknown",namespace="shop",outcome="refused",revision="3",workload="web",workload_kind="Deployment"} 2
 `

@@ -53,7 +53,7 @@ drainwatch_connections_refused_after_sigterm_total{namespace="shop",revision="3"
 # TYPE drainwatch_requests_killed_by_sigkill_total counter
 drainwatch_requests_killed_by_sigkill_total{namespace="default",revision="",workload="",workload_kind="none"} 0
 drainwatch_requests_killed_by_sigkill_total{namespace="shop",revision="3",workload="web",workload_kind="Deployment"} 1
-# HELP drainwatch_terminations_total Pod terminations completed on this node, by rollout, outcome (clean, refused, killed, refused_and_killed, reset, partial) and cause (rollout, scale_down, eviction, preemption, node_pressure, node_shutdown, container_restart, oom_kill, delete, unknown).
+# HELP drainwatch_terminations_total Pod terminations completed on this node, by rollout, outcome (clean, refused, killed, refused_and_killed, blackholed, reset, partial) and cause (rollout, scale_down, eviction, preemption, node_pressure, node_shutdown, container_restart, oom_kill, delete, unknown).
 # TYPE drainwatch_terminations_total counter
 drainwatch_terminations_total{cause="delete",namespace="default",outcome="clean",revision="",workload="",workload_kind="none"} 1
 drainwatch_terminations_total{cause="unknown",namespace="shop",outcome="killed",revision="3",workload="web",workload_kind="Deployment"} 1

@@ -48,8 +48,8 @@ func TestAdviseClosedLoop(t *testing.T) {
 	time.Sleep(time.Second)
 
 	before := rollOnce(ctx, t, c, ns, pods, restart(ctx, t, c, ns))
-	dwBefore, routerBefore, unreachedBefore := refusedOf(t, ds[0], before), routerRefused(r.Conns(), before), routerUnreached(r.Conns(), before)
-	bhBefore := blackholedOf(t, ds[0], before)
+	dwBefore, bhBefore := lostBy(t, ds[0], before)
+	routerBefore, unreachedBefore := routerRefused(r.Conns(), before), routerUnreached(r.Conns(), before)
 	t.Logf("rollout without preStop: drainwatch refused %d and blackholed %d; the router's dials refused %d, failed otherwise %d", dwBefore, bhBefore, routerBefore, unreachedBefore)
 	if dwBefore != routerBefore || bhBefore != unreachedBefore || routerBefore+unreachedBefore == 0 {
 		t.Fatalf("before advise: drainwatch refused %d and blackholed %d, the router %d and %d (want equal, and the rollout to lose traffic)", dwBefore, bhBefore, routerBefore, unreachedBefore)
@@ -65,7 +65,7 @@ func TestAdviseClosedLoop(t *testing.T) {
 		}
 		t.Logf("kubectl patch -p %s: %s", patch, out)
 	})
-	refusedOf(t, ds[0], patched)
+	lostBy(t, ds[0], patched)
 	withSleep := webPods(ctx, t, c, ds, ns)
 	for _, p := range withSleep {
 		if l := p.Spec.Containers[0].Lifecycle; l == nil || l.PreStop == nil || l.PreStop.Sleep == nil {
@@ -73,8 +73,8 @@ func TestAdviseClosedLoop(t *testing.T) {
 		}
 	}
 	after := rollOnce(ctx, t, c, ns, withSleep, restart(ctx, t, c, ns))
-	dwAfter, routerAfter, unreachedAfter := refusedOf(t, ds[0], after), routerRefused(r.Conns(), after), routerUnreached(r.Conns(), after)
-	bhAfter := blackholedOf(t, ds[0], after)
+	dwAfter, bhAfter := lostBy(t, ds[0], after)
+	routerAfter, unreachedAfter := routerRefused(r.Conns(), after), routerUnreached(r.Conns(), after)
 	t.Logf("rollout of the pods with the advised sleep: drainwatch refused %d and blackholed %d; the router's dials refused %d, failed otherwise %d", dwAfter, bhAfter, routerAfter, unreachedAfter)
 	if dwAfter != 0 || routerAfter != 0 || unreachedAfter != 0 || bhAfter != 0 {
 		t.Errorf("after advise: drainwatch refused %d and blackholed %d, the router %d and %d; want 0 = 0, 0 = 0", dwAfter, bhAfter, routerAfter, unreachedAfter)
@@ -124,36 +124,22 @@ func rollOnce(ctx context.Context, t *testing.T, c *cluster.Cluster, ns string, 
 	return old
 }
 
-// refusedOf sums the refusals of the pods' complete terminations.
-func refusedOf(t *testing.T, d *nodeDaemon, pods []corev1.Pod) int {
+// lostBy sums the refusals and the blackholed connections of the pods'
+// complete terminations.
+func lostBy(t *testing.T, d *nodeDaemon, pods []corev1.Pod) (refused, blackholed int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n := 0
 	for _, p := range pods {
 		got := waitComplete(ctx, t, d, string(p.UID))
-		n += got.Counts.RefusedAfterSigterm + got.Counts.RefusedBeforeSigterm
+		refused += got.Counts.RefusedAfterSigterm + got.Counts.RefusedBeforeSigterm
+		blackholed += got.Counts.ConnectionsBlackholed
 		m, at := got.Marks, func(x time.Time) time.Duration { return x.Sub(got.Marks.DeleteRequested) }
-		t.Logf("%s: refused %d after, %d before the stop signal; from delete_requested: killing %v, endpoints_not_ready %v, stop_signal %v, last attempt %v, exit %v, pod_gone %v; sources %+v",
-			p.Name, got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, at(m.Killing), at(m.EndpointsNotReady), at(m.StopSignal),
-			at(got.LastConnAttempt), at(m.Exit), at(m.PodGone), got.RoutingSources)
+		t.Logf("%s: refused %d after, %d before the stop signal, blackholed %d; from delete_requested: killing %v, endpoints_not_ready %v, stop_signal %v, last attempt %v, last blackholed %v, exit %v, pod_gone %v; sources %+v",
+			p.Name, got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, got.Counts.ConnectionsBlackholed, at(m.Killing), at(m.EndpointsNotReady), at(m.StopSignal),
+			at(got.LastConnAttempt), at(got.LastBlackholed), at(m.Exit), at(m.PodGone), got.RoutingSources)
 	}
-	return n
-}
-
-// blackholedOf sums the blackholed connections of the pods' complete
-// terminations.
-func blackholedOf(t *testing.T, d *nodeDaemon, pods []corev1.Pod) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	n := 0
-	for _, p := range pods {
-		got := waitComplete(ctx, t, d, string(p.UID))
-		n += got.Counts.ConnectionsBlackholed
-		t.Logf("%s: blackholed %d, last dropped %v after delete_requested", p.Name, got.Counts.ConnectionsBlackholed, got.LastBlackholed.Sub(got.Marks.DeleteRequested))
-	}
-	return n
+	return refused, blackholed
 }
 
 // routerUnreached counts the router's dials to the pods' addresses that

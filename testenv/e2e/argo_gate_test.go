@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/drainwatch/drainwatch/correlate"
@@ -49,7 +48,6 @@ type argoGate struct {
 	ds       []*nodeDaemon
 	prom     *promtest.Server
 	dyn      dynamic.Interface
-	instance string // the controller's --instance-id: it touches only its own Rollouts
 }
 
 // TestArgoGate: a canary of a Rollout of 2 behind a router 1.5 s late,
@@ -81,7 +79,7 @@ func startArgoGate(ctx context.Context, t *testing.T, controller, crds string) *
 	}
 	cfg := daemonConfig(t, c.RestConfig, c.NodeNames[0], t.TempDir(), "")
 	cfg.Listener = ln
-	g := &argoGate{c: c, ds: []*nodeDaemon{runDaemon(t, cfg)}, instance: "e2e-" + rand.String(5)}
+	g := &argoGate{c: c, ds: []*nodeDaemon{runDaemon(t, cfg)}}
 	g.prom = promtest.Start(t, ln.Addr().String())
 	if g.dyn, err = dynamic.NewForConfig(c.RestConfig); err != nil {
 		t.Fatal(err)
@@ -93,20 +91,22 @@ func startArgoGate(ctx context.Context, t *testing.T, controller, crds string) *
 		"crd/rollouts.argoproj.io", "crd/analysisruns.argoproj.io", "crd/analysistemplates.argoproj.io"); err != nil {
 		t.Fatalf("Argo's CRDs not established: %v\n%s", err, out)
 	}
-	startRolloutsController(t, controller, c.Kubeconfig, g.instance)
+	startRolloutsController(t, controller, c.Kubeconfig)
 	return g
 }
 
 // startRolloutsController runs the controller until the test ends (and
-// no longer than the test's process: Pdeathsig).
-func startRolloutsController(t *testing.T, bin, kubeconfig, instance string) {
+// no longer than the test's process: Pdeathsig). The control plane is this
+// test process's own: the controller needs no --instance-id to keep off
+// another's Rollouts.
+func startRolloutsController(t *testing.T, bin, kubeconfig string) {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "rollouts-controller.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false", "--instance-id", instance,
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--leader-elect=false",
 		"--metricsport", freePort(t), "--healthzPort", freePort(t), "--loglevel", "info")
 	cmd.Env = append(os.Environ(), "POD_NAMESPACE=default")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -338,7 +338,7 @@ func (g *argoGate) deployRollout(ctx context.Context, t *testing.T, ns string, l
 	if out, err := g.c.Kubectl(ctx, "apply", "-n", ns, "-f", filepath.Join(root, "deploy", "gates", "argo-analysistemplate.yaml")); err != nil {
 		t.Fatalf("applying the AnalysisTemplate: %v\n%s", err, out)
 	}
-	obj := rolloutObject(t, ns, g.instance, g.prom.URL, lifecycle)
+	obj := rolloutObject(t, ns, g.prom.URL, lifecycle)
 	if _, err := g.dyn.Resource(rolloutsGVR).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating the Rollout: %v", err)
 	}
@@ -380,7 +380,7 @@ func (g *argoGate) startLoad(ctx context.Context, target string) func() {
 // rolloutObject is the Rollout: a canary that sets the weight to 50 (one
 // of the two stable pods goes), pauses 3 s, then runs the gate with the
 // arguments docs/gates.md shows, and short measurements (5 every 2 s).
-func rolloutObject(t *testing.T, ns, instance, promURL string, lifecycle *corev1.Lifecycle) *unstructured.Unstructured {
+func rolloutObject(t *testing.T, ns, promURL string, lifecycle *corev1.Lifecycle) *unstructured.Unstructured {
 	t.Helper()
 	tmpl := cluster.ServerDeployment(ns, "web", workload.ModeNaive, 2).Spec.Template
 	tmpl.Spec.Containers[0].Lifecycle = lifecycle
@@ -412,8 +412,7 @@ func rolloutObject(t *testing.T, ns, instance, promURL string, lifecycle *corev1
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
-		"metadata": map[string]any{"name": "web", "namespace": ns,
-			"labels": map[string]any{"argo-rollouts.argoproj.io/controller-instance-id": instance}},
+		"metadata": map[string]any{"name": "web", "namespace": ns},
 		"spec": map[string]any{
 			"replicas": int64(2),
 			"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
@@ -442,6 +441,9 @@ func (g *argoGate) waitRollout(ctx context.Context, t *testing.T, ns, what strin
 			last = ro
 			if done(ro) {
 				return ro
+			}
+			if strings.HasPrefix(str(ro, "status", "message"), "InvalidSpec") {
+				t.Fatalf("Rollout %s/web: %s", ns, str(ro, "status", "message"))
 			}
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -63,7 +63,7 @@ type argoGate struct {
 // promoted, 0 = 0 through every pod it replaced.
 func TestArgoGate(t *testing.T) {
 	controller, crds := gotools.ArgoRollouts(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	g := startArgoGate(ctx, t, controller, crds)
 	t.Run("aborted", func(t *testing.T) { g.abortedCanary(ctx, t) })

@@ -26,6 +26,10 @@ PROM_SD_VERSION  := v0.305.0
 # pins it; testenv/gotools.ArgoVersion must match).
 ARGO_VERSION     := v1.8.5
 ARGO_DIR         := $(CACHE)/argo-rollouts-$(ARGO_VERSION)
+# Flagger's CRDs, for the server-side dry run of the chart's MetricTemplates
+# (the module's artifacts/flagger/crd.yaml; testenv/gotools.FlaggerVersion).
+FLAGGER_VERSION  := v1.36.1
+FLAGGER_DIR      := $(CACHE)/flagger-$(FLAGGER_VERSION)
 K8SSD            := $(CACHE)/k8ssd-$(PROM_SD_VERSION)/k8ssd
 # govulncheck and the vulnerability database it reads offline, both pinned in
 # testenv/vulndb/go.mod (these versions must match it).
@@ -101,11 +105,13 @@ opconfig: ## Build (once, cached) the Prometheus Operator's config generator and
 # GOCACHE at a load of 13 (the control plane building beside it): 473 s of
 # user and 86 s of system CPU, so about 5 min on two idle cores; once per
 # build cache.
-argo: ## Build (once, cached) the Argo Rollouts controller from github.com/argoproj/argo-rollouts (testenv/argobuild); copy its CRDs.
+argo: ## Build (once, cached) the Argo Rollouts controller from github.com/argoproj/argo-rollouts (testenv/argobuild); copy its CRDs and Flagger's.
 	@bash testenv/scripts/build-gotool.sh testenv/argobuild github.com/argoproj/argo-rollouts/cmd/rollouts-controller $(ARGO_DIR)/rollouts-controller \
 	  "-X github.com/argoproj/argo-rollouts/utils/version.version=$(ARGO_VERSION:v%=%)"
 	@mkdir -p $(ARGO_DIR)/crds
 	@cp -f "$$(cd testenv/argobuild && $(GO) list -m -f '{{.Dir}}' github.com/argoproj/argo-rollouts)"/manifests/crds/*-crd.yaml $(ARGO_DIR)/crds/
+	@mkdir -p $(FLAGGER_DIR)
+	@cp -f "$$($(GO) mod download -json github.com/fluxcd/flagger@$(FLAGGER_VERSION) | sed -n 's/^\t"Dir": "\(.*\)",$$/\1/p')"/artifacts/flagger/crd.yaml $(FLAGGER_DIR)/crd.yaml
 
 # vulncheck fails when the code calls a symbol with a known vulnerability
 # (govulncheck's default mode: imported but uncalled ones are only listed).

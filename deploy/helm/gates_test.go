@@ -2,11 +2,18 @@ package helm_test
 
 import (
 	"bytes"
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/yaml"
+
+	"github.com/drainwatch/drainwatch/testenv/controlplane/cptest"
+	"github.com/drainwatch/drainwatch/testenv/gotools"
 )
 
 // TestGatesOffByDefault: neither gate renders unless asked for (the default
@@ -83,4 +90,37 @@ func readYAML(t *testing.T, path string) map[string]any {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestGatesServerSideDryRun: the rendered gates pass a real API server's
+// --dry-run=server against the schemas of the CRDs Argo Rollouts' and
+// Flagger's modules ship (make argo copies them).
+func TestGatesServerSideDryRun(t *testing.T) {
+	cp := cptest.Get(t)
+	_, argoCRDs := gotools.ArgoRollouts(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, err := cp.Kubectl(ctx, args...)
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	kubectl("apply", "--server-side", "-f", filepath.Join(argoCRDs, "analysis-template-crd.yaml"),
+		"-f", filepath.Join(argoCRDs, "cluster-analysis-template-crd.yaml"), "-f", gotools.FlaggerCRDs(t))
+	kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/analysistemplates.argoproj.io",
+		"crd/clusteranalysistemplates.argoproj.io", "crd/metrictemplates.flagger.app")
+	ensureNamespace(ctx, t, cp.Client)
+	file := filepath.Join(t.TempDir(), "gates.yaml")
+	rendering := template(t, "drainwatch/ci/gates-values.yaml", "--set", "gates.flagger.namespace="+namespace, "--show-only", "templates/gates.yaml")
+	if err := os.WriteFile(file, rendering, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := strings.TrimSpace(kubectl("apply", "--dry-run=server", "-f", file))
+	t.Logf("kubectl apply --dry-run=server:\n%s", out)
+	if n := strings.Count(out, "(server dry run)"); n != 5 {
+		t.Errorf("%d objects passed the dry run, want 5 (a ClusterAnalysisTemplate, 4 MetricTemplates)", n)
+	}
 }

@@ -44,10 +44,10 @@ const argoLag = 1500 * time.Millisecond
 // and the real Prometheus scraping it, the gate being
 // deploy/gates/argo-analysistemplate.yaml applied unchanged.
 type argoGate struct {
-	c        *cluster.Cluster
-	ds       []*nodeDaemon
-	prom     *promtest.Server
-	dyn      dynamic.Interface
+	c    *cluster.Cluster
+	ds   []*nodeDaemon
+	prom *promtest.Server
+	dyn  dynamic.Interface
 }
 
 // TestArgoGate: a canary of a Rollout of 2 behind a router 1.5 s late,

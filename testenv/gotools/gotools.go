@@ -24,6 +24,9 @@ const (
 	PromSDVersion = "v0.305.0"
 	// ArgoVersion is github.com/argoproj/argo-rollouts's in testenv/argobuild.
 	ArgoVersion = "v1.8.5"
+	// FlaggerVersion is the github.com/fluxcd/flagger module whose CRDs
+	// make argo copies (for the chart's dry run; Flagger is not built).
+	FlaggerVersion = "v1.36.1"
 )
 
 // Helm returns the cached helm binary; a missing one skips the test outside
@@ -69,6 +72,17 @@ func ArgoRollouts(t testing.TB) (controller, crds string) {
 		skipOrFail(t, "%s missing: run make argo", filepath.Join(crds, "rollout-crd.yaml"))
 	}
 	return controller, crds
+}
+
+// FlaggerCRDs returns the path of Flagger's CRDs (Canary, MetricTemplate,
+// AlertProvider) as its module ships them.
+func FlaggerCRDs(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(cacheDir(t, "flagger-"+FlaggerVersion), "crd.yaml")
+	if _, err := os.Stat(path); err != nil {
+		skipOrFail(t, "%s missing: run make argo", path)
+	}
+	return path
 }
 
 func cached(t testing.TB, dir, name, fix string) string {

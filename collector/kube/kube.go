@@ -137,6 +137,7 @@ func New(cfg Config) (*Kube, error) {
 		}
 		return statefulSetUpdateRevision(s)
 	}
+	k.owners.rolloutPodHash = rolloutPodHashReader(client.CoreV1().RESTClient())
 	k.endpoints = newEndpointWatch(k)
 	k.events = newEventWatch(k)
 	k.pods = newPodWatch(k)

@@ -74,13 +74,18 @@ func ResolveWorkload(pod *corev1.Pod, lookup OwnerLookup) collector.Workload {
 	case "ReplicaSet":
 		rs, ok := lookup(ref.Kind, pod.Namespace, ref.Name)
 		if !ok {
+			if r, ok := guessRollout(pod.Labels, w); ok {
+				return r
+			}
 			return guessDeployment(pod, w)
 		}
 		w.Revision = rs.Revision
 		if c := rs.Controller; c != nil && (c.Kind == "Deployment" || c.Kind == "Rollout") {
-			// Argo Rollouts own ReplicaSets the way Deployments do, with
-			// their own revision annotation (ownerEntry reads both).
+			// Argo Rollouts own ReplicaSets the way Deployments do.
 			w.Kind, w.Name = c.Kind, c.Name
+		}
+		if w.Kind == "Rollout" {
+			w.Revision = rolloutRevision(pod.Labels, rs.Revision)
 		}
 	case "Job":
 		// A CronJob's Jobs are its runs, not its revisions: the CronJob is
@@ -120,6 +125,9 @@ type ownerCache struct {
 	// updateRevision reads a StatefulSet's status.updateRevision (not in
 	// its metadata); nil when unavailable.
 	updateRevision func(ctx context.Context, ns, name string) (string, error)
+	// rolloutPodHash reads an Argo Rollout's status.currentPodHash; nil
+	// when unavailable.
+	rolloutPodHash func(ctx context.Context, ns, name string) (string, error)
 }
 
 type ownerEntry struct {
@@ -191,8 +199,9 @@ func (c *ownerCache) dropExpired(now time.Time) {
 }
 
 // currentRevision is the revision w's owner is at now, to tell a rollout
-// (the pod's revision is behind it) from a scale-down: a Deployment's or an
-// Argo Rollout's revision annotation, a StatefulSet's updateRevision; ""
+// (the pod's revision is behind it) from a scale-down: a Deployment's
+// revision annotation, an Argo Rollout's status.currentPodHash (its pods'
+// revision is their template hash), a StatefulSet's updateRevision; ""
 // for other kinds or when it cannot be read.
 func (c *ownerCache) currentRevision(w collector.Workload) string {
 	if w.Kind != "Deployment" && w.Kind != "Rollout" && w.Kind != "StatefulSet" {
@@ -228,21 +237,29 @@ func (c *ownerCache) currentRevision(w collector.Workload) string {
 func (c *ownerCache) readCurrent(w collector.Workload) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), ownerGetTimeout)
 	defer cancel()
-	if w.Kind == "StatefulSet" {
-		if c.updateRevision == nil {
-			return "", nil
-		}
-		return c.updateRevision(ctx, w.Namespace, w.Name)
+	switch read := c.statusReader(w.Kind); {
+	case read != nil:
+		return read(ctx, w.Namespace, w.Name)
+	case w.Kind != "Deployment":
+		return "", nil
 	}
-	gvr, annotation := deploymentsGVR, revisionAnnotation
-	if w.Kind == "Rollout" {
-		gvr, annotation = rolloutsGVR, argoRevisionAnnotation
-	}
-	m, err := c.meta.Resource(gvr).Namespace(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
+	m, err := c.meta.Resource(deploymentsGVR).Namespace(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("reading %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
 	}
-	return boundRevision(m.Annotations[annotation]), nil
+	return boundRevision(m.Annotations[revisionAnnotation]), nil
+}
+
+// statusReader is the reader of the kinds whose current revision is in
+// their status, not their metadata: StatefulSets and Argo Rollouts.
+func (c *ownerCache) statusReader(kind string) func(ctx context.Context, ns, name string) (string, error) {
+	switch kind {
+	case "StatefulSet":
+		return c.updateRevision
+	case "Rollout":
+		return c.rolloutPodHash
+	}
+	return nil
 }
 
 // boundRevision bounds a revision read from an annotation, which the API

@@ -1,7 +1,8 @@
 // Package gotools locates the test tools that `make test` builds once into
 // .cache/ from Go modules of their own (testenv/scripts/build-gotool.sh):
-// Helm for the chart's tests, and opconfig, the Prometheus Operator's config
-// generator, for the tests that scrape through the operator's configuration.
+// Helm for the chart's tests, opconfig, the Prometheus Operator's config
+// generator, for the tests that scrape through the operator's
+// configuration, and the Argo Rollouts controller for the gate's test.
 package gotools
 
 import (
@@ -21,6 +22,11 @@ const (
 	OperatorVersion = "v0.85.0"
 	// PromSDVersion is github.com/prometheus/prometheus's in testenv/k8ssd.
 	PromSDVersion = "v0.305.0"
+	// ArgoVersion is github.com/argoproj/argo-rollouts's in testenv/argobuild.
+	ArgoVersion = "v1.8.5"
+	// FlaggerVersion is the github.com/fluxcd/flagger module whose CRDs
+	// make argo copies (for the chart's dry run; Flagger is not built).
+	FlaggerVersion = "v1.36.1"
 )
 
 // Helm returns the cached helm binary; a missing one skips the test outside
@@ -51,6 +57,30 @@ func OperatorCRD(t testing.TB, plural string) string {
 	path := filepath.Join(cacheDir(t, "opconfig-"+OperatorVersion), "crds", "monitoring.coreos.com_"+plural+".yaml")
 	if _, err := os.Stat(path); err != nil {
 		skipOrFail(t, "%s missing: run make opconfig", path)
+	}
+	return path
+}
+
+// ArgoRollouts returns the cached Argo Rollouts controller
+// (testenv/argobuild) and the directory of the CRDs its module ships.
+func ArgoRollouts(t testing.TB) (controller, crds string) {
+	t.Helper()
+	dir := "argo-rollouts-" + ArgoVersion
+	controller = cached(t, dir, "rollouts-controller", "make argo")
+	crds = filepath.Join(cacheDir(t, dir), "crds")
+	if _, err := os.Stat(filepath.Join(crds, "rollout-crd.yaml")); err != nil {
+		skipOrFail(t, "%s missing: run make argo", filepath.Join(crds, "rollout-crd.yaml"))
+	}
+	return controller, crds
+}
+
+// FlaggerCRDs returns the path of Flagger's CRDs (Canary, MetricTemplate,
+// AlertProvider) as its module ships them.
+func FlaggerCRDs(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(cacheDir(t, "flagger-"+FlaggerVersion), "crd.yaml")
+	if _, err := os.Stat(path); err != nil {
+		skipOrFail(t, "%s missing: run make argo", path)
 	}
 	return path
 }

@@ -2,7 +2,8 @@
 # Build a test tool from a Go module of its own under testenv/ (Helm in
 # testenv/helmbuild, the Prometheus Operator's config generator in
 # testenv/opconfig, Prometheus' Kubernetes discovery in testenv/k8ssd,
-# govulncheck and golang.org/x/vulndb's indexer in testenv/vulndb), once,
+# govulncheck and golang.org/x/vulndb's indexer in testenv/vulndb, the Argo
+# Rollouts controller in testenv/argobuild), once,
 # into the cache path given: the project's go.mod does not grow their
 # dependencies and `make test` builds them only once.
 # Concurrent runs wait for each other (flock) instead of building twice.

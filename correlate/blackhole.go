@@ -3,6 +3,7 @@ package correlate
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +82,7 @@ func (c *Correlator) blackholed(p *podState, e *collector.Event) {
 		return
 	}
 	k := blackholeKey{Remote: netip.AddrPortFrom(e.Remote.Addr().Unmap(), e.Remote.Port()), Port: e.Local.Port()}
-	if t.Reached[k] {
+	if slices.Contains(t.Refused, k) {
 		return // the pod refused it: a flooded copy
 	}
 	if _, ok := t.Blackholes[k]; ok {
@@ -104,6 +105,11 @@ func (c *Correlator) blackholed(p *podState, e *collector.Event) {
 	}
 }
 
+// recentRefused bounds termState.Refused: a flooded copy is dropped in
+// the same softirq pass as the pod's refusal of its original, so only the
+// latest refusals can have copies still to come.
+const recentRefused = 64
+
 // reached takes back a blackholed attempt the pod accepted or refused
 // after all (the copies of a flooded SYN can come before the pod's own
 // answer), and remembers a refused one, whose flooded copies can come
@@ -118,6 +124,9 @@ func reached(t *termState, e *collector.Event, refused bool) {
 		t.T.Counts.ConnectionsBlackholed--
 	}
 	if refused {
-		t.Reached = addBounded(t.Reached, k)
+		if len(t.Refused) == recentRefused {
+			t.Refused = append(t.Refused[:0], t.Refused[1:]...)
+		}
+		t.Refused = append(t.Refused, k)
 	}
 }

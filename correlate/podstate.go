@@ -115,11 +115,12 @@ type termState struct {
 	// so a client's later segments meeting no socket count once.
 	ResetRemotes map[netip.AddrPort]bool `json:"reset_remotes,omitempty"`
 	// Blackholes are the blackholed attempts (blackhole.go), by client
-	// socket and pod port, with their first drop; Reached the refused ones,
-	// which their flooded copies must not count; BlackholeOverflow the
-	// attempts counted past the bound.
+	// socket and pod port, with their first drop; Refused the latest
+	// refused ones (at most recentRefused), which their flooded copies,
+	// microseconds later, must not count; BlackholeOverflow the attempts
+	// counted past the bound.
 	Blackholes        map[blackholeKey]time.Time `json:"blackholes,omitempty"`
-	Reached           map[blackholeKey]bool      `json:"reached,omitempty"`
+	Refused           []blackholeKey             `json:"refused,omitempty"`
 	BlackholeOverflow int                        `json:"blackhole_overflow,omitempty"`
 	// StopContainer is the container whose init got the stop signal ("" when
 	// its cgroup was not bound), for the API cross-check.

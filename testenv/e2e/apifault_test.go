@@ -96,7 +96,8 @@ func TestAPIServerFrozen(t *testing.T) {
 	}
 	death := lab.Death{SIGKILL: term.SIGKILLAt, Exit: term.ExitAt}
 	resets := lab.ResetAtShutdownTo(addr, death, res.Work, res.Readiness, []client.Request{res.Slow})
-	checkEvents(ctx, t, c, d, ns, map[types.UID]map[string]int{victim.UID: owedEvents(t, term, want, resets)})
+	blackholed := lab.BlackholedTo(addr, res.Work, res.Readiness, []client.Request{res.Slow})
+	checkEvents(ctx, t, c, d, ns, map[types.UID]map[string]int{victim.UID: owedEvents(t, term, want, resets, blackholed)})
 }
 
 // logMarks logs a termination's marks relative to a fault's start.
@@ -388,13 +389,14 @@ func checkEvents(ctx context.Context, t *testing.T, c *cluster.Cluster, d *nodeD
 // owedEvents is the Warning Events (reason → count) a naive server's
 // termination owes, from ground truth only: the node agent's record of
 // the kill (term) and what the pod's clients saw (refused, reset at
-// shutdown by a live server), never from drainwatch's diagnoses. It covers
+// shutdown by a live server, connects that failed without a refusal),
+// never from drainwatch's diagnoses. It covers
 // the scenarios of this file: a server that exits at its stop signal once
 // its requests are answered, within the grace period (no SIGKILL), behind
 // a Service, with clients that do not reuse connections; other Events
 // (stop signal ignored or mismatched, streams, reuse, restarts) cannot be
 // owed there.
-func owedEvents(t *testing.T, term node.Termination, refused, resets int) map[string]int {
+func owedEvents(t *testing.T, term node.Termination, refused, resets, blackholed int) map[string]int {
 	t.Helper()
 	t.Logf("%s, the node agent's record: stop signal %v after the Killing, exit %v after it, grace %d s, preStop error %q; clients: %d refused, %d reset at shutdown",
 		term.Pod, term.StopSignalAt.Sub(term.Killing), term.ExitAt.Sub(term.Killing), term.Grace, term.PreStopErr, refused, resets)
@@ -414,6 +416,9 @@ func owedEvents(t *testing.T, term node.Termination, refused, resets int) map[st
 	if resets > 0 { // connections_reset_at_shutdown
 		owed["DrainShutdownResets"]++
 	}
+	if blackholed > 0 { // connections_blackholed
+		owed["DrainBlackholedConnections"]++
+	}
 	if term.PreStopErr != "" {
 		owed["DrainPrestopFailed"]++
 	}
@@ -425,7 +430,8 @@ func owedEvents(t *testing.T, term node.Termination, refused, resets int) map[st
 }
 
 // owedByRouter is owedEvents for pods whose clients went through r: the
-// router's connections to each, refused and reset by the pod.
+// router's connections to each, refused and reset by the pod, and its
+// dials that failed otherwise (the pod's network gone).
 func owedByRouter(ctx context.Context, t *testing.T, c *cluster.Cluster, r *router.Router, pods []corev1Pod) map[types.UID]map[string]int {
 	t.Helper()
 	owed := map[types.UID]map[string]int{}
@@ -436,17 +442,19 @@ func owedByRouter(ctx context.Context, t *testing.T, c *cluster.Cluster, r *rout
 			t.Fatal(err)
 		}
 		addr := cluster.PodAddr(p, cluster.ServerPort)
-		refused, resets := 0, 0
+		refused, resets, blackholed := 0, 0, 0
 		for _, cn := range r.Conns() {
 			switch {
 			case cn.Backend != addr:
 			case cn.Outcome == router.Refused:
 				refused++
+			case cn.Outcome == router.DialError:
+				blackholed++
 			case lab.ResetByBackend(cn):
 				resets++
 			}
 		}
-		owed[p.UID] = owedEvents(t, term, refused, resets)
+		owed[p.UID] = owedEvents(t, term, refused, resets, blackholed)
 	}
 	return owed
 }

@@ -237,10 +237,13 @@ func routerRefusedBetween(r *router.Router, addr string, from, to time.Time) int
 // is complete and exact.
 func checkRollout(ctx context.Context, t *testing.T, d *nodeDaemon, r *router.Router, old []corev1Pod, reqs []client.Request, partial map[types.UID]bool) {
 	t.Helper()
-	refusedBy := map[string]int{}
+	refusedBy, blackholedBy := map[string]int{}, map[string]int{}
 	for _, cn := range r.Conns() {
-		if cn.Outcome == router.Refused {
+		switch cn.Outcome {
+		case router.Refused:
 			refusedBy[cn.Backend]++
+		case router.DialError:
+			blackholedBy[cn.Backend]++ // no refusal: the pod's network was gone
 		}
 	}
 	total, exact, daemonTotal := 0, 0, 0
@@ -251,8 +254,12 @@ func checkRollout(ctx context.Context, t *testing.T, d *nodeDaemon, r *router.Ro
 		n := got.Counts.RefusedAfterSigterm + got.Counts.RefusedBeforeSigterm
 		total += want
 		daemonTotal += n
-		t.Logf("%s: router refused %d, drainwatch %d (after %d, before %d), partial %v, diagnoses %v",
-			p.Name, want, n, got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, got.PartialReasons, codes(got))
+		bh := blackholedBy[cluster.PodAddr(p, cluster.ServerPort)]
+		t.Logf("%s: router refused %d and failed otherwise %d, drainwatch %d (after %d, before %d) and blackholed %d, partial %v, diagnoses %v",
+			p.Name, want, bh, n, got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, got.Counts.ConnectionsBlackholed, got.PartialReasons, codes(got))
+		if b := got.Counts.ConnectionsBlackholed; b > bh || (!partial[p.UID] && b != bh) {
+			t.Errorf("%s: drainwatch blackholed %d, the router's dials that failed without a refusal %d (partial %v)", p.Name, b, bh, got.PartialReasons)
+		}
 		if !checkOne(t, p, got, n, want, partial[p.UID]) {
 			dumpRouter(t, got, r, cluster.PodAddr(p, cluster.ServerPort))
 		}

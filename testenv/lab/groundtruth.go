@@ -35,6 +35,17 @@ func RefusedTo(target string, reqs ...[]client.Request) int {
 	return countTo(target, reqs, func(r client.Request) bool { return r.Outcome == client.Refused })
 }
 
+// BlackholedTo counts the requests to target whose connect failed without
+// a refusal (no route to host, or no answer within the timeout before the
+// connection was made: Local is set once it is): the clients'
+// connections_blackholed when target is a terminating pod whose network
+// went.
+func BlackholedTo(target string, reqs ...[]client.Request) int {
+	return countTo(target, reqs, func(r client.Request) bool {
+		return r.Local == "" && (r.Outcome == client.Unreachable || r.Outcome == client.Timeout)
+	})
+}
+
 // Death is when a container got SIGKILL and when it was gone, from the
 // node agent's termination record (zero SIGKILL: it exited in time).
 // StopSignal is when the agent sent the stop signal. NoDrain says the

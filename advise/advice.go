@@ -148,7 +148,7 @@ func lagOf(t correlate.Termination) (time.Duration, bool) {
 	if nr.IsZero() {
 		return 0, false
 	}
-	if last := t.LastBlackholed; !last.IsZero() && last.After(t.LastConnAttempt) {
+	if last := t.LastBlackholed; t.Counts.ConnectionsBlackholed > 0 && last.After(t.LastConnAttempt) {
 		return max(last.Sub(nr), 0), true
 	}
 	if t.LastConnAttempt.IsZero() {

@@ -157,8 +157,10 @@ func TestAdviseBlackholedLag(t *testing.T) {
 	gone := term(0, time.Second)
 	gone.LastConnAttempt = time.Time{}
 	gone.LastBlackholed = gone.Marks.EndpointsNotReady.Add(1600 * time.Millisecond)
+	gone.Counts.ConnectionsBlackholed = 12
 	seen := term(2*time.Second, time.Second)
 	seen.LastBlackholed = seen.Marks.EndpointsNotReady.Add(time.Second)
+	seen.Counts.ConnectionsBlackholed = 3
 	a := Advise([]correlate.Termination{gone, gone, seen}, DefaultRule)[0]
 	if a.RoutingLag.N != 3 || time.Duration(a.RoutingLag.Max) != 2*time.Second || a.PrestopSleepSeconds != 3 {
 		t.Errorf("lag %+v, sleep %d; want 3 samples, max 2 s, sleep 3 s", a.RoutingLag, a.PrestopSleepSeconds)

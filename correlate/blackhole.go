@@ -29,9 +29,10 @@ import (
 //     live pod's MAC floods the SYN, the pod answers it and the other
 //     pods drop their copies;
 //   - not the kubelet's probes;
-//   - from deletion_seen to BlackholeWindow after pod_gone (the kubelet
-//     deletes the pod from the API after its sandbox is stopped, so the
-//     network is gone by then), while the pod owns the address.
+//   - from deletion_seen until the drops have stopped for BlackholeWindow
+//     after pod_gone (the kubelet deletes the pod from the API after its
+//     sandbox is stopped, so the network is gone by then; blackholeEnd),
+//     while the pod owns the address.
 
 // blackholeKey names one blackholed attempt.
 type blackholeKey struct {
@@ -75,7 +76,7 @@ func (c *Correlator) blackholed(p *podState, e *collector.Event) {
 	if e.Time.Before(deletionStart(t)) {
 		return
 	}
-	if gone := goneBy(t); !gone.IsZero() && e.Time.After(gone.Add(c.cfg.BlackholeWindow)) {
+	if end := blackholeEnd(t, c.cfg); !end.IsZero() && e.Time.After(end) {
 		return
 	}
 	if c.sourceOf(e).probe {
@@ -86,7 +87,10 @@ func (c *Correlator) blackholed(p *podState, e *collector.Event) {
 		return // the pod refused it: a flooded copy
 	}
 	if _, ok := t.Blackholes[k]; ok {
-		return // a retransmission, or another copy
+		// A retransmission, or another copy. Neither moves
+		// LastBlackholed: a client with the kernel's connect timeout
+		// retransmits for two minutes, which says nothing about routing.
+		return
 	}
 	if len(t.Blackholes) >= maxTrackedCookies {
 		// Past the bound, attempts are still counted; a later accept or
@@ -105,6 +109,31 @@ func (c *Correlator) blackholed(p *podState, e *collector.Event) {
 	}
 }
 
+// blackholeEnd is when the termination stops taking blackholed attempts:
+// BlackholeWindow after pod_gone or after the latest drop, whichever is
+// later, so a source that keeps sending for longer than the window after
+// the pod is gone (a load balancer's deregistration delay) is counted to
+// its end, and the termination completes once the drops have stopped for
+// a window. The scopes' release (collector.ScopeRelease after the
+// deletion) or a new pod at the address ends the drops in any case. Zero
+// while the pod is not gone.
+func blackholeEnd(t *termState, cfg Config) time.Time {
+	gone := goneBy(t)
+	if gone.IsZero() {
+		return time.Time{}
+	}
+	return later(gone, t.T.LastBlackholed).Add(cfg.BlackholeWindow)
+}
+
+// LastBlackholedAfter says when the last blackholed attempt was dropped,
+// relative to the deletion ("1.6s after the deletion"), "" without any.
+func (t Termination) LastBlackholedAfter() string {
+	if t.Counts.ConnectionsBlackholed == 0 {
+		return ""
+	}
+	return relative(deletionRef(t), t.LastBlackholed, deletionRefName(t))
+}
+
 // recentRefused bounds termState.Refused: a flooded copy is dropped in
 // the same softirq pass as the pod's refusal of its original, so only the
 // latest refusals can have copies still to come.
@@ -119,14 +148,28 @@ func reached(t *termState, e *collector.Event, refused bool) {
 		return
 	}
 	k := blackholeKey{Remote: netip.AddrPortFrom(e.Remote.Addr().Unmap(), e.Remote.Port()), Port: e.Local.Port()}
-	if _, ok := t.Blackholes[k]; ok {
+	if at, ok := t.Blackholes[k]; ok {
 		delete(t.Blackholes, k)
 		t.T.Counts.ConnectionsBlackholed--
-	}
-	if refused {
-		if len(t.Refused) == recentRefused {
-			t.Refused = append(t.Refused[:0], t.Refused[1:]...)
+		// Its point on the timeline goes too, and the latest drop is
+		// the latest of those left.
+		if i := slices.IndexFunc(t.T.Connections, func(p ConnPoint) bool { return p.Blackholed && p.Time.Equal(at) }); i >= 0 {
+			t.T.Connections = slices.Delete(t.T.Connections, i, i+1)
 		}
-		t.Refused = append(t.Refused, k)
+		if t.T.LastBlackholed.Equal(at) && t.BlackholeOverflow == 0 {
+			t.T.LastBlackholed = time.Time{}
+			for _, x := range t.Blackholes {
+				t.T.LastBlackholed = later(t.T.LastBlackholed, x)
+			}
+		}
 	}
+	if !refused {
+		return
+	}
+	if len(t.Refused) < recentRefused {
+		t.Refused = append(t.Refused, k)
+		return
+	}
+	t.Refused[t.RefusedNext%recentRefused] = k
+	t.RefusedNext = (t.RefusedNext + 1) % recentRefused
 }

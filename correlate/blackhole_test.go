@@ -3,6 +3,7 @@ package correlate
 import (
 	"encoding/json"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ func drop(cport uint16, seq uint32, ino uint32, at time.Time) collector.Event {
 // network goes, and a router keeps dialing: each attempt counts once
 // (retransmissions and flooded copies are one), not one the pod refused
 // or accepted (a flooded copy of a SYN that reached it), not one dropped
-// in the pod's own namespace, not the kubelet's, and not after the window.
+// in the pod's own namespace, not the kubelet's, and not once the drops
+// have stopped for a window after pod_gone.
 // The termination completes when the window ends; its outcome is refused
 // (a refusal outranks), blackholed only when nothing else was lost.
 func TestBlackholedAttempts(t *testing.T) {
@@ -39,20 +41,26 @@ func TestBlackholedAttempts(t *testing.T) {
 		exited(cgA, initPID, 143, 15, true, ms(80)), gone(podA, ms(200)),
 		drop(40001, 10, netB, ms(300)), drop(40001, 10, 0, ms(301)), // one SYN, two copies
 		drop(40001, 10, 0, ms(1300)), // its retransmission
-		drop(40002, 11, 0, ms(500)), drop(40003, 12, 0, ms(700)),
+		drop(40002, 11, 0, ms(500)), drop(40003, 12, 0, ms(1300)),
 		drop(40004, 13, netA, ms(800)), // in the pod's own namespace
 		probe,
-		drop(40005, 14, 0, ms(200+4000)), // within the window (the harness's 5 s)
-		drop(40006, 15, 0, ms(200+5001)), // after it
+		// 6 s after pod_gone: past a 5 s window from pod_gone, within one
+		// from the last attempt's drop (1.3 s; a retransmission would not
+		// move it).
+		drop(40005, 14, 0, ms(6200)),
+		drop(40006, 15, 0, ms(6200+5001)), // 5 s after the last drop: over
 	}
 	c := New(Config{Blackholes: true, BlackholeWindow: 5 * time.Second})
 	feed(c, evs)
-	if got := c.Tick(ms(200 + 4900)); len(got) != 0 {
+	if got := c.Tick(ms(6200 + 4900)); len(got) != 0 {
 		t.Fatalf("completed before the blackhole window ended: %+v", got)
 	}
-	got := finish(t, c, nil, ms(200+5100))
+	got := finish(t, c, nil, ms(6200+5100))
 	if got.Counts.ConnectionsBlackholed != 4 || got.Outcome != OutcomeRefused {
 		t.Errorf("blackholed %d, outcome %s; want 4 (ports 40001, 40002, 40003, 40005), refused", got.Counts.ConnectionsBlackholed, got.Outcome)
+	}
+	if d := diagnosis(got, DiagBlackholed); d.Fix != "add preStop sleep ≥ 7s: routing still sent 6.21s after the deletion" {
+		t.Errorf("diagnosis %+v", d)
 	}
 	if got.Counts.RefusedAfterSigterm != 1 {
 		t.Errorf("refused after the stop signal %d, want 1", got.Counts.RefusedAfterSigterm)
@@ -61,7 +69,16 @@ func TestBlackholedAttempts(t *testing.T) {
 	if o := outcomeOf(got); o != OutcomeBlackholed {
 		t.Errorf("outcome without the refusal %s, want blackholed", o)
 	}
-	if want := ms(200 + 4000); !got.LastBlackholed.Equal(want) || got.LastConnAttempt.After(ms(100)) {
+	points := 0
+	for _, p := range got.Connections {
+		if p.Blackholed {
+			points++
+		}
+	}
+	if points != 4 {
+		t.Errorf("%d blackholed points on the timeline, want 4 (not the taken-back copy)", points)
+	}
+	if want := ms(6200); !got.LastBlackholed.Equal(want) || got.LastConnAttempt.After(ms(100)) {
 		t.Errorf("last blackholed %v, last attempt %v; want %v, and the attempts only the pod saw", got.LastBlackholed, got.LastConnAttempt, want)
 	}
 }
@@ -97,5 +114,40 @@ func TestBlackholeKeyText(t *testing.T) {
 		if !out[k].Equal(v) {
 			t.Errorf("%v: %v after a round trip through %s", k, out[k], b)
 		}
+	}
+}
+
+// TestTakenBackCopyLeavesNothing: a flooded copy of a SYN the pod then
+// accepted leaves no count, no point and no last_blackholed.
+func TestTakenBackCopyLeavesNothing(t *testing.T) {
+	grace := 30 * time.Second
+	acc := accept(netA, 5, ms(40))
+	acc.Remote = netip.MustParseAddrPort("10.244.2.9:42000")
+	evs := []any{born(podA, ipA, netA, cgA, grace, ms(-60000)), openListener(netA, ms(-59000)),
+		deleting(podA, ipA, grace, ms(-20), ms(-10)), drop(42000, 1, netB, ms(30)), acc,
+		signal(cgA, initPID, 15, true, "server", ms(0)), closeListener(netA, ms(70)),
+		exited(cgA, initPID, 0, 0, true, ms(80)), gone(podA, ms(200))}
+	got := finish(t, New(Config{Blackholes: true, BlackholeWindow: 5 * time.Second}), evs, ms(5300))
+	if got.Counts.ConnectionsBlackholed != 0 || !got.LastBlackholed.IsZero() || slices.ContainsFunc(got.Connections, func(p ConnPoint) bool { return p.Blackholed }) {
+		t.Errorf("blackholed %d, last %v, points %+v; want none", got.Counts.ConnectionsBlackholed, got.LastBlackholed, got.Connections)
+	}
+}
+
+// TestRecentRefusedRing: the refusals a flooded copy may follow are the
+// latest recentRefused, oldest overwritten first.
+func TestRecentRefusedRing(t *testing.T) {
+	ts := &termState{}
+	for i := range recentRefused + 3 {
+		e := collector.Event{Local: netip.AddrPortFrom(ipA, port), Remote: netip.AddrPortFrom(netip.MustParseAddr("10.244.2.9"), uint16(1000+i))}
+		reached(ts, &e, true)
+	}
+	if len(ts.Refused) != recentRefused {
+		t.Fatalf("%d kept, want %d", len(ts.Refused), recentRefused)
+	}
+	has := func(p uint16) bool {
+		return slices.Contains(ts.Refused, blackholeKey{Remote: netip.AddrPortFrom(netip.MustParseAddr("10.244.2.9"), p), Port: port})
+	}
+	if has(1000) || has(1002) || !has(1003) || !has(uint16(1000+recentRefused+2)) {
+		t.Errorf("kept %v: want the latest %d", ts.Refused, recentRefused)
 	}
 }

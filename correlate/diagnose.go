@@ -114,11 +114,10 @@ func blackholed(t Termination, cfg Config) *Diagnosis {
 	d := &Diagnosis{Code: DiagBlackholed,
 		Message: fmt.Sprintf("%d connections sent after the pod's network was gone were dropped by the node (clients time out)", n),
 		Fix:     fmt.Sprintf("add preStop sleep ≥ %ds", sleepFor(0, cfg))}
-	start := deletionRef(t)
-	if !start.IsZero() && t.LastBlackholed.After(start) {
+	if start := deletionRef(t); !start.IsZero() && t.LastBlackholed.After(start) {
 		took := t.LastBlackholed.Sub(start)
-		d.Message += fmt.Sprintf(", the last %s after %s", FormatSeconds(took), deletionRefName(t))
-		d.Fix = fmt.Sprintf("add preStop sleep ≥ %ds: routing still sent %s after %s", sleepFor(took, cfg), FormatSeconds(took), deletionRefName(t))
+		d.Message += ", the last " + t.LastBlackholedAfter()
+		d.Fix = fmt.Sprintf("add preStop sleep ≥ %ds: routing still sent %s", sleepFor(took, cfg), t.LastBlackholedAfter())
 	}
 	return d
 }

@@ -119,7 +119,7 @@ func (c *Correlator) deadline(p *podState) time.Time {
 	t := p.Term
 	d := goneBy(t).Add(c.cfg.KernelTail)
 	if c.cfg.Blackholes && !p.HostNet {
-		d = later(d, goneBy(t).Add(c.cfg.BlackholeWindow))
+		d = later(d, blackholeEnd(t, c.cfg))
 	}
 	if allExited(p) {
 		return d

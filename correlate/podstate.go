@@ -121,6 +121,7 @@ type termState struct {
 	// counted past the bound.
 	Blackholes        map[blackholeKey]time.Time `json:"blackholes,omitempty"`
 	Refused           []blackholeKey             `json:"refused,omitempty"`
+	RefusedNext       int                        `json:"refused_next,omitempty"` // Refused's oldest slot once full
 	BlackholeOverflow int                        `json:"blackhole_overflow,omitempty"`
 	// StopContainer is the container whose init got the stop signal ("" when
 	// its cgroup was not bound), for the API cross-check.

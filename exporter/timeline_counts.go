@@ -32,20 +32,12 @@ func writeCounts(w *bufio.Writer, t correlate.Termination) {
 }
 
 // blackholeDetail is " (sent after the pod's network was gone; the last
-// dropped 1.600s after the deletion)" for a termination with blackholed
-// connections, "" without any.
+// dropped 1.6s after the deletion)".
 func blackholeDetail(t correlate.Termination) string {
-	if t.Counts.ConnectionsBlackholed == 0 || t.LastBlackholed.IsZero() {
-		return ""
+	if when := t.LastBlackholedAfter(); when != "" {
+		return " (sent after the pod's network was gone; the last dropped " + when + ")"
 	}
-	ref := t.Marks.DeleteRequested
-	if ref.IsZero() {
-		ref = t.Marks.DeletionSeen
-	}
-	if ref.IsZero() {
-		return " (sent after the pod's network was gone)"
-	}
-	return fmt.Sprintf(" (sent after the pod's network was gone; the last dropped %s after the deletion)", correlate.FormatSeconds(t.LastBlackholed.Sub(ref)))
+	return " (sent after the pod's network was gone)"
 }
 
 // reuseDetail is " (after the stop signal: 2; TCP_TIMEWAIT_SOCKET 2)" for

@@ -69,7 +69,6 @@ type probeProg struct {
 	name, prog, hook string
 	fallback         string // non-empty: this program is a fallback, and why
 	loses            string // what the fallback does not report
-	optional         bool   // see ProbeStatus.Optional
 }
 
 func probeObjects(opts Options) []probeObject {
@@ -86,10 +85,10 @@ func probeObjects(opts Options) []probeObject {
 		{load: loadRefused, progs: refusedSources(opts)},
 		{load: loadSignal, progs: []probeProg{{name: "signal", prog: "signal_generate", hook: "tp_btf/signal_generate"}}},
 		{load: loadExit, progs: []probeProg{exitSource(opts.ExitFallback)}},
-		// Optional: only connections_blackholed depends on it, and a
-		// kernel without it says so in the probe table and
-		// drainwatch_probe_attached{probe="blackhole"}.
-		{load: blackholeLoader(), progs: []probeProg{{name: "blackhole", prog: "kfree_skb_blackhole", hook: "tp_btf/kfree_skb", optional: true}}},
+		// Not optional: without it a termination that lost connections
+		// only to a gone network would read clean, so every termination
+		// is partial (probe_unavailable:blackhole) instead.
+		{load: blackholeLoader(), progs: []probeProg{{name: "blackhole", prog: "kfree_skb_blackhole", hook: "tp_btf/kfree_skb"}}},
 	}
 }
 
@@ -282,7 +281,7 @@ func loadObject(obj probeObject, watchAll bool, maps sharedMaps) (*ebpf.Collecti
 }
 
 func (k *Kernel) report(p probeProg, err error) {
-	st := ProbeStatus{Name: p.name, Hook: p.hook, State: ProbeAttached, Loses: p.loses, Optional: p.optional}
+	st := ProbeStatus{Name: p.name, Hook: p.hook, State: ProbeAttached, Loses: p.loses}
 	ev := k.log.Info()
 	switch {
 	case err != nil:

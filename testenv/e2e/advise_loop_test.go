@@ -11,7 +11,6 @@ import (
 
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
-	"github.com/drainwatch/drainwatch/testenv/router"
 	"github.com/drainwatch/drainwatch/testenv/workload"
 )
 
@@ -49,9 +48,13 @@ func TestAdviseClosedLoop(t *testing.T) {
 
 	before := rollOnce(ctx, t, c, ns, pods, restart(ctx, t, c, ns))
 	dwBefore, bhBefore := lostBy(t, ds[0], before)
-	routerBefore, unreachedBefore := routerRefused(r.Conns(), before), routerUnreached(r.Conns(), before)
+	lb := lossTo(r.Conns(), before)
+	routerBefore, unreachedBefore := lb.refused, lb.blackholed
 	t.Logf("rollout without preStop: drainwatch refused %d and blackholed %d; the router's dials refused %d, failed otherwise %d", dwBefore, bhBefore, routerBefore, unreachedBefore)
-	if dwBefore != routerBefore || bhBefore != unreachedBefore || routerBefore+unreachedBefore == 0 {
+	// The floor is the blackholes: the stand-in node tears the sandbox
+	// down within ms of the exit, the router sends for 1.5 s more (51 and
+	// 68 in two runs); the refusals before the teardown can be 0.
+	if dwBefore != routerBefore || bhBefore != unreachedBefore || unreachedBefore == 0 {
 		t.Fatalf("before advise: drainwatch refused %d and blackholed %d, the router %d and %d (want equal, and the rollout to lose traffic)", dwBefore, bhBefore, routerBefore, unreachedBefore)
 	}
 	t.Logf("drainwatch advise:\n%s", adviser(ns))
@@ -74,7 +77,8 @@ func TestAdviseClosedLoop(t *testing.T) {
 	}
 	after := rollOnce(ctx, t, c, ns, withSleep, restart(ctx, t, c, ns))
 	dwAfter, bhAfter := lostBy(t, ds[0], after)
-	routerAfter, unreachedAfter := routerRefused(r.Conns(), after), routerUnreached(r.Conns(), after)
+	la := lossTo(r.Conns(), after)
+	routerAfter, unreachedAfter := la.refused, la.blackholed
 	t.Logf("rollout of the pods with the advised sleep: drainwatch refused %d and blackholed %d; the router's dials refused %d, failed otherwise %d", dwAfter, bhAfter, routerAfter, unreachedAfter)
 	if dwAfter != 0 || routerAfter != 0 || unreachedAfter != 0 || bhAfter != 0 {
 		t.Errorf("after advise: drainwatch refused %d and blackholed %d, the router %d and %d; want 0 = 0, 0 = 0", dwAfter, bhAfter, routerAfter, unreachedAfter)
@@ -140,38 +144,4 @@ func lostBy(t *testing.T, d *nodeDaemon, pods []corev1.Pod) (refused, blackholed
 			at(got.LastConnAttempt), at(got.LastBlackholed), at(m.Exit), at(m.PodGone), got.RoutingSources)
 	}
 	return refused, blackholed
-}
-
-// routerUnreached counts the router's dials to the pods' addresses that
-// failed otherwise (no route once the pod's network was gone, a timeout):
-// lost too, but no pod saw them.
-func routerUnreached(conns []router.Conn, pods []corev1.Pod) int {
-	addrs := map[string]bool{}
-	for i := range pods {
-		addrs[cluster.PodAddr(&pods[i], cluster.ServerPort)] = true
-	}
-	n := 0
-	for _, c := range conns {
-		if addrs[c.Backend] && c.Outcome == router.DialError {
-			n++
-		}
-	}
-	return n
-}
-
-// routerRefused counts the router's dials to the pods' addresses that were
-// refused (the node agent allocates addresses round-robin: a test's few
-// pods never share one).
-func routerRefused(conns []router.Conn, pods []corev1.Pod) int {
-	addrs := map[string]bool{}
-	for i := range pods {
-		addrs[cluster.PodAddr(&pods[i], cluster.ServerPort)] = true
-	}
-	n := 0
-	for _, c := range conns {
-		if addrs[c.Backend] && c.Outcome == router.Refused {
-			n++
-		}
-	}
-	return n
 }

@@ -441,20 +441,8 @@ func owedByRouter(ctx context.Context, t *testing.T, c *cluster.Cluster, r *rout
 		if err != nil {
 			t.Fatal(err)
 		}
-		addr := cluster.PodAddr(p, cluster.ServerPort)
-		refused, resets, blackholed := 0, 0, 0
-		for _, cn := range r.Conns() {
-			switch {
-			case cn.Backend != addr:
-			case cn.Outcome == router.Refused:
-				refused++
-			case cn.Outcome == router.DialError:
-				blackholed++
-			case lab.ResetByBackend(cn):
-				resets++
-			}
-		}
-		owed[p.UID] = owedEvents(t, term, refused, resets, blackholed)
+		l := lossByBackend(r.Conns())[cluster.PodAddr(p, cluster.ServerPort)]
+		owed[p.UID] = owedEvents(t, term, l.refused, l.resets, l.blackholed)
 	}
 	return owed
 }

@@ -207,29 +207,22 @@ const rolloutHashLabel = "rollouts-pod-template-hash"
 // revisionLoss is what one revision's terminated pods lost.
 type revisionLoss struct{ pods, refused, unreached int }
 
-// compareRefused compares, pod by pod, drainwatch's refusals with the
-// router's refused dials to the pod's address, logs them, and sums them per
-// revision.
+// compareRefused compares, pod by pod, drainwatch's refusals and
+// blackholed connections with the router's refused and otherwise failed
+// dials to the pod's address, logs them, and sums them per revision.
 func compareRefused(t *testing.T, terms []correlate.Termination, conns []router.Conn) map[string]revisionLoss {
 	t.Helper()
 	byRev := map[string]revisionLoss{}
+	byBackend := lossByBackend(conns)
 	for _, term := range terms {
-		addr := netip.AddrPortFrom(term.PodIP, cluster.ServerPort).String()
-		routed, unreached := 0, 0
-		for _, c := range conns {
-			switch {
-			case c.Backend != addr:
-			case c.Outcome == router.Refused:
-				routed++
-			case c.Outcome == router.DialError:
-				unreached++
-			}
-		}
+		loss := byBackend[netip.AddrPortFrom(term.PodIP, cluster.ServerPort).String()]
+		routed, unreached := loss.refused, loss.blackholed
 		dw := term.Counts.RefusedAfterSigterm + term.Counts.RefusedBeforeSigterm
-		t.Logf("  %s (revision %s, cause %s, outcome %s): drainwatch refused %d (%d before the stop signal), the router's refused dials %d, unreached %d",
-			term.Pod, term.Workload.Revision, term.Cause, term.Outcome, dw, term.Counts.RefusedBeforeSigterm, routed, unreached)
-		if dw != routed || term.Partial {
-			t.Errorf("%s: drainwatch refused %d, the router %d (partial %v %v): want equal", term.Pod, dw, routed, term.Partial, term.PartialReasons)
+		t.Logf("  %s (revision %s, cause %s, outcome %s): drainwatch refused %d (%d before the stop signal) and blackholed %d, the router's refused dials %d, unreached %d",
+			term.Pod, term.Workload.Revision, term.Cause, term.Outcome, dw, term.Counts.RefusedBeforeSigterm, term.Counts.ConnectionsBlackholed, routed, unreached)
+		if dw != routed || term.Counts.ConnectionsBlackholed != unreached || term.Partial {
+			t.Errorf("%s: drainwatch refused %d and blackholed %d, the router %d and %d (partial %v %v): want equal",
+				term.Pod, dw, term.Counts.ConnectionsBlackholed, routed, unreached, term.Partial, term.PartialReasons)
 		}
 		l := byRev[term.Workload.Revision]
 		byRev[term.Workload.Revision] = revisionLoss{pods: l.pods + 1, refused: l.refused + dw, unreached: l.unreached + unreached}

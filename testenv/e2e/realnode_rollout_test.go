@@ -107,21 +107,13 @@ func (e *realNodeEnv) rollTo(ctx context.Context, t *testing.T, dep *appsv1.Depl
 // began, and returns the router's refusals from them in all.
 func (e *realNodeEnv) checkReplaced(ctx context.Context, t *testing.T, r *router.Router, old []corev1.Pod, since time.Time) int {
 	t.Helper()
-	refusedBy, blackholedBy := map[string]int{}, map[string]int{}
-	for _, cn := range r.Conns() {
-		switch cn.Outcome {
-		case router.Refused:
-			refusedBy[cn.Backend]++
-		case router.DialError:
-			blackholedBy[cn.Backend]++ // no refusal: the pod's network was gone
-		}
-	}
+	byBackend := lossByBackend(r.Conns())
 	total := 0
 	for i := range old {
 		p := &old[i]
 		got := waitComplete(ctx, t, daemonOf(t, e.ds, p), string(p.UID))
 		addr := cluster.PodAddr(p, cluster.ServerPort)
-		want := refusedBy[addr]
+		want := byBackend[addr].refused
 		total += want
 		m := got.Marks
 		probes, err := e.node.ProbeRefusals(p.Namespace+"/"+p.Name, since)
@@ -130,14 +122,14 @@ func (e *realNodeEnv) checkReplaced(ctx context.Context, t *testing.T, r *router
 		}
 		// The bridge CNI plugin's node: the SYNs routing sends after the
 		// sandbox's teardown are dropped by this node's kernel.
-		if got.Counts.ConnectionsBlackholed != blackholedBy[addr] {
-			t.Errorf("%s: drainwatch blackholed %d, the router's dials that failed without a refusal %d", p.Name, got.Counts.ConnectionsBlackholed, blackholedBy[addr])
+		if got.Counts.ConnectionsBlackholed != byBackend[addr].blackholed {
+			t.Errorf("%s: drainwatch blackholed %d, the router's dials that failed without a refusal %d", p.Name, got.Counts.ConnectionsBlackholed, byBackend[addr].blackholed)
 		}
 		if got.Counts.ProbeRefused != probes {
 			t.Errorf("%s: probe_refused %d, the kubelet's log has %d", p.Name, got.Counts.ProbeRefused, probes)
 		}
 		t.Logf("%s: router refused %d and failed otherwise %d, drainwatch after/before %d/%d and blackholed %d, probe_refused %d, stop signal %.3f s after deletion seen, exit %d %.3f s after it, sigkill %v, %v",
-			p.Name, want, blackholedBy[addr], got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, got.Counts.ConnectionsBlackholed, got.Counts.ProbeRefused,
+			p.Name, want, byBackend[addr].blackholed, got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, got.Counts.ConnectionsBlackholed, got.Counts.ProbeRefused,
 			m.StopSignal.Sub(m.DeletionSeen).Seconds(), got.ExitCode, m.Exit.Sub(m.StopSignal).Seconds(), sinceExit(m.Sigkill, m.Exit), codes(got))
 		if got.Counts.RefusedAfterSigterm != want || got.Counts.RefusedBeforeSigterm != 0 || got.Partial {
 			dumpRouter(t, got, r, addr)

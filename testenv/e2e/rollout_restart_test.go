@@ -20,6 +20,7 @@ import (
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
+	"github.com/drainwatch/drainwatch/testenv/lab"
 	"github.com/drainwatch/drainwatch/testenv/router"
 	"github.com/drainwatch/drainwatch/testenv/workload"
 )
@@ -237,24 +238,17 @@ func routerRefusedBetween(r *router.Router, addr string, from, to time.Time) int
 // is complete and exact.
 func checkRollout(ctx context.Context, t *testing.T, d *nodeDaemon, r *router.Router, old []corev1Pod, reqs []client.Request, partial map[types.UID]bool) {
 	t.Helper()
-	refusedBy, blackholedBy := map[string]int{}, map[string]int{}
-	for _, cn := range r.Conns() {
-		switch cn.Outcome {
-		case router.Refused:
-			refusedBy[cn.Backend]++
-		case router.DialError:
-			blackholedBy[cn.Backend]++ // no refusal: the pod's network was gone
-		}
-	}
+	byBackend := lossByBackend(r.Conns())
 	total, exact, daemonTotal := 0, 0, 0
 	for i := range old {
 		p := &old[i]
 		got := waitComplete(ctx, t, d, string(p.UID))
-		want := refusedBy[cluster.PodAddr(p, cluster.ServerPort)]
+		loss := byBackend[cluster.PodAddr(p, cluster.ServerPort)]
+		want := loss.refused
 		n := got.Counts.RefusedAfterSigterm + got.Counts.RefusedBeforeSigterm
 		total += want
 		daemonTotal += n
-		bh := blackholedBy[cluster.PodAddr(p, cluster.ServerPort)]
+		bh := loss.blackholed
 		t.Logf("%s: router refused %d and failed otherwise %d, drainwatch %d (after %d, before %d) and blackholed %d, partial %v, diagnoses %v",
 			p.Name, want, bh, n, got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, got.Counts.ConnectionsBlackholed, got.PartialReasons, codes(got))
 		if b := got.Counts.ConnectionsBlackholed; b > bh || (!partial[p.UID] && b != bh) {
@@ -354,4 +348,40 @@ func logTimeline(t *testing.T, d *nodeDaemon, r *router.Router, p *corev1Pod, do
 	}
 	t.Logf("relative to the stop (up again at %v): refused %v; deletion_seen %s stop_signal %s listener_closed %s exit %s pod_gone %s",
 		up.Sub(down), refused, rel(m.DeletionSeen), rel(m.StopSignal), rel(m.ListenerClosed), rel(m.Exit), rel(m.PodGone))
+}
+
+// backendLoss is what the router met at one pod's address: dials refused,
+// dials that failed otherwise (blackholed: lab.BlackholedByBackend) and
+// connections the pod reset or closed unanswered (lab.ResetByBackend).
+type backendLoss struct{ refused, blackholed, resets int }
+
+// lossByBackend tallies the router's records by backend address (the node
+// agent allocates addresses round-robin: a test's few pods never share
+// one).
+func lossByBackend(conns []router.Conn) map[string]backendLoss {
+	out := map[string]backendLoss{}
+	for _, c := range conns {
+		l := out[c.Backend]
+		switch {
+		case c.Outcome == router.Refused:
+			l.refused++
+		case lab.BlackholedByBackend(c):
+			l.blackholed++
+		case lab.ResetByBackend(c):
+			l.resets++
+		}
+		out[c.Backend] = l
+	}
+	return out
+}
+
+// lossTo sums lossByBackend over the pods.
+func lossTo(conns []router.Conn, pods []corev1.Pod) backendLoss {
+	by := lossByBackend(conns)
+	var sum backendLoss
+	for i := range pods {
+		l := by[cluster.PodAddr(&pods[i], cluster.ServerPort)]
+		sum.refused, sum.blackholed, sum.resets = sum.refused+l.refused, sum.blackholed+l.blackholed, sum.resets+l.resets
+	}
+	return sum
 }

@@ -68,6 +68,7 @@ func ignoreTermScenario(ctx context.Context, l *Lab) ([]Result, error) {
 		ClientKilled: KilledBy(addr, death, slow, work), DrainwatchKilled: c.RequestsKilledBySigkill,
 		ProberProbeRefused: probes, DrainwatchProbeRefused: c.ProbeRefused,
 		ClientResetAtShutdown: ResetAtShutdownTo(addr, death, slow, work), DrainwatchResetAtShutdown: c.ConnectionsResetAtShutdown,
+		ClientBlackholed: BlackholedTo(addr, slow, work), DrainwatchBlackholed: c.ConnectionsBlackholed,
 		Note: fmt.Sprintf("/slow %s; /work %s; exit code %d", client.Summarize(slow), client.Summarize(work), agent.ExitCode)}}, nil
 }
 

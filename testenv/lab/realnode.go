@@ -129,6 +129,7 @@ func realSeedsScenario(ctx context.Context, l *Lab) ([]Result, error) {
 		ClientKilled: KilledBy(addr, death, all...), DrainwatchKilled: v.Counts.RequestsKilledBySigkill,
 		ProberProbeRefused: probes, DrainwatchProbeRefused: v.Counts.ProbeRefused,
 		ClientResetAtShutdown: ResetAtShutdownTo(addr, death, all...), DrainwatchResetAtShutdown: v.Counts.ConnectionsResetAtShutdown,
+		ClientBlackholed: BlackholedTo(addr, all...), DrainwatchBlackholed: v.Counts.ConnectionsBlackholed,
 		Note: fmt.Sprintf("/work %s; /ready %s; /slow %s; exit code %d (drainwatch); stop signal %.3f s after the delete call; drainwatch refused before the stop signal %d",
 			client.Summarize(res.Work), client.Summarize(res.Readiness), res.Slow.Outcome, v.ExitCode,
 			v.Marks.StopSignal.Sub(res.StopAt).Seconds(), v.Counts.RefusedBeforeSigterm),

@@ -46,10 +46,10 @@ type Result struct {
 	DrainwatchRefusedBeforeReady int `json:"drainwatch_refused_before_ready,omitempty"`
 	ClientRefusedAfterReady      int `json:"client_refused_after_ready,omitempty"`
 	DrainwatchRefusedAfterReady  int `json:"drainwatch_refused_after_ready,omitempty"`
-	// ClientBlackholed: the router's dials to a replaced pod that failed
-	// without a refusal (a timeout, no route to host: its network was
-	// gone); drainwatch's is connections_blackholed. Compared in the
-	// rolling update's rows, where the router is the pods' only client.
+	// ClientBlackholed: the clients' connects to a replaced pod (or the
+	// router's dials) that failed without a refusal or a reset (a timeout,
+	// no route to host: its network was gone; BlackholedTo,
+	// BlackholedByBackend); drainwatch's is connections_blackholed.
 	ClientBlackholed     int      `json:"client_blackholed"`
 	DrainwatchBlackholed int      `json:"drainwatch_blackholed"`
 	Diagnoses            []string `json:"diagnoses"`

@@ -85,12 +85,10 @@ func (l *Lab) clientsByRevision(run *rolloutRun, revOf map[string]string) (map[s
 		if !ok {
 			continue
 		}
-		switch c.Outcome {
-		case router.Refused:
+		if c.Outcome == router.Refused {
 			add(p, func(rc *revCount) { rc.refused++ })
-		case router.DialError:
-			// No refusal: a timeout or no route to host, the pod's
-			// network gone (blackholed).
+		}
+		if BlackholedByBackend(c) {
 			add(p, func(rc *revCount) { rc.blackholed++ })
 		}
 		if ResetByBackend(c) && !Killed(reqOf[c.Client], l.deathOf(p.UID)) {
@@ -133,6 +131,13 @@ func ResetByBackend(c router.Conn) bool {
 		return strings.Contains(c.Err, syscall.ECONNRESET.Error())
 	}
 	return false
+}
+
+// BlackholedByBackend: the router's dial to the pod failed without a
+// refusal and without a reset (a timeout, no route to host): the pod's
+// network was gone, and the router's client got nothing.
+func BlackholedByBackend(c router.Conn) bool {
+	return c.Outcome == router.DialError && !ResetByBackend(c)
 }
 
 // probeRefusals is the kubelet prober's count of refused probes at a

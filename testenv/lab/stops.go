@@ -210,6 +210,7 @@ func (l *Lab) stopRow(name string, pod *corev1.Pod, v exporter.TerminationView, 
 		ClientKilledAtExit: KilledAtExitTo(addr, death, all...), DrainwatchKilledAtExit: c.RequestsKilledAtExit,
 		ProberProbeRefused: probes, DrainwatchProbeRefused: c.ProbeRefused,
 		ClientResetAtShutdown: ResetAtShutdownTo(addr, death, all...), DrainwatchResetAtShutdown: c.ConnectionsResetAtShutdown,
+		ClientBlackholed: BlackholedTo(addr, all...), DrainwatchBlackholed: c.ConnectionsBlackholed,
 		Note: fmt.Sprintf("%s%s; drainwatch refused before the stop signal %d", summary, note, c.RefusedBeforeSigterm)}, nil
 }
 
@@ -404,6 +405,8 @@ func addRow(sum *Result, r Result) {
 	sum.DrainwatchProbeRefused += r.DrainwatchProbeRefused
 	sum.ClientResetAtShutdown += r.ClientResetAtShutdown
 	sum.DrainwatchResetAtShutdown += r.DrainwatchResetAtShutdown
+	sum.ClientBlackholed += r.ClientBlackholed
+	sum.DrainwatchBlackholed += r.DrainwatchBlackholed
 }
 
 // stopped waits for the node agent's record of pod's stop and for

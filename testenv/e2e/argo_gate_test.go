@@ -85,9 +85,20 @@ func startArgoGate(ctx context.Context, t *testing.T, controller, crds string) *
 	if out, err := c.Kubectl(ctx, "apply", "--server-side", "-f", crds); err != nil {
 		t.Fatalf("installing Argo's CRDs: %v\n%s", err, out)
 	}
-	if out, err := c.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/rollouts.argoproj.io", "crd/analysisruns.argoproj.io", "crd/analysistemplates.argoproj.io"); err != nil {
-		t.Fatalf("Argo's CRDs not established: %v\n%s", err, out)
+	// kubectl wait fails at once on a CRD whose status has no conditions
+	// yet (".status.conditions accessor error"), right after the apply:
+	// asked again until every one is established, within a minute.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := c.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=10s",
+			"crd/rollouts.argoproj.io", "crd/analysisruns.argoproj.io", "crd/analysistemplates.argoproj.io")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("Argo's CRDs not established: %v\n%s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	startRolloutsController(t, controller, c.Kubeconfig)
 	return g

@@ -20,7 +20,7 @@ func (c *Correlator) Kernel(e collector.Event) {
 		return
 	}
 	p.KernelSeen = true
-	if p.Startup != nil && startupType(&e) {
+	if p.Startup != nil && startupType(&e) && !claimedByTermination(p.Term, &e) {
 		c.startupKernel(p.Startup, &e)
 	}
 	if p.Term == nil && e.WorthReplaying() {

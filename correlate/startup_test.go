@@ -114,6 +114,14 @@ func TestStartupWindowAndDeletion(t *testing.T) {
 			deleting(podA, ipA, 30*time.Second, ms(5000), ms(5000)),
 			refusedOn(8080, ms(5100), 9),
 		}, 2, 0},
+		// The kernel's stop signal and the refusals after it come before
+		// the daemon sees the deletion: they are the termination's alone.
+		{"the stop signal ends it before the deletion is seen", []any{
+			signal(cgA, initPID, sigterm, true, "server", ms(5000)),
+			refusedOn(8080, ms(5000), 8),
+			refusedOn(8080, ms(5050), 9),
+			deleting(podA, ipA, 30*time.Second, ms(5100), ms(5100)),
+		}, 2, 0},
 		{"client connections reset after Ready, each once; a probe's and an unknown one's not", []any{
 			acceptAt(ms(4900), 21),
 			from(acceptAt(ms(4950), 22), "kubelet"),
@@ -132,6 +140,10 @@ func TestStartupWindowAndDeletion(t *testing.T) {
 			got := c.TakeStartups(ms(70000))
 			if len(got) != 1 || got[0].Counts.RefusedAfterReady != tt.after || got[0].Counts.ResetAfterReady != tt.tail {
 				t.Fatalf("startups %+v, want %d refused and %d reset after Ready", got, tt.after, tt.tail)
+			}
+			if term, ok := c.Get(podA); ok && tt.name == "the stop signal ends it before the deletion is seen" &&
+				term.Counts.RefusedAfterSigterm != 2 {
+				t.Errorf("termination refused %d after the stop signal, want 2", term.Counts.RefusedAfterSigterm)
 			}
 		})
 	}

@@ -192,6 +192,23 @@ func addStartupPartial(s *Startup, reason string) {
 	}
 }
 
+// claimedByTermination says whether a client event is the pod's
+// termination's, not its startup's: a connection event at or after the
+// stop signal (which the kernel stream often delivers before the API's
+// deletion ends the startup), or, once the termination is confirmed, at or
+// after its deletion. A pod deleted within its startup window would
+// otherwise count one refusal twice: refused_after_sigterm and
+// refused_after_ready.
+func claimedByTermination(t *termState, e *collector.Event) bool {
+	if t == nil || e.Type == collector.EventListenOpen {
+		return false
+	}
+	if stop := stopPoint(t); !stop.IsZero() && !e.Time.Before(stop) {
+		return true
+	}
+	return !t.Tentative && !e.Time.Before(deletionStart(t))
+}
+
 // startupType says whether a kernel event can matter to a startup. A
 // reset on a reused connection is the workload's (reuse.go), not counted
 // again here.

@@ -107,6 +107,16 @@ func earliestSet(ts ...time.Time) time.Time {
 	return out
 }
 
+// CheckStartup reports whether a complete startup read back from disk is
+// one the API can serve: the checks of one in progress.
+func CheckStartup(s Startup, now time.Time) error {
+	if s.PodUID == "" {
+		return fmt.Errorf("no pod uid")
+	}
+	st := startupState{S: s}
+	return st.check(now)
+}
+
 // check reports whether a startup read back from disk is one this
 // correlator can run on: times sane, counts not negative, lists within
 // their bounds.

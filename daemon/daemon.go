@@ -49,7 +49,9 @@ type Daemon struct {
 	events   *exporter.EventReporter // nil when Config.NoEvents
 
 	completed []correlate.Termination // since the last checkpoint
-	counters  loopCounters
+	// startupsDone are the startups completed since the last checkpoint.
+	startupsDone []correlate.Startup
+	counters     loopCounters
 	// beat is when the loop last processed a tick (Unix ns), read by
 	// Healthy from the HTTP server's goroutines.
 	beat atomic.Int64
@@ -112,6 +114,7 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	defer func() { err = errors.Join(err, d.store.Close()) }()
 	cp, restored := st.cp, st.restored
 	d.restoreCompleted(cp, st.completed)
+	d.startups.restore(st.startups)
 	if d.kernel, err = d.cfg.OpenKernel(d.kernelOptions(restored)); err != nil {
 		return fmt.Errorf("opening the kernel collector: %w", err)
 	}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -230,11 +231,11 @@ func (d *Daemon) checkpoint(clean bool) error {
 	// KernelLost is the kernel's count the saved counters include: a read
 	// now could add losses they do not (or fail and save 0).
 	cp := Checkpoint{Correlator: state, Scopes: scopes, Alive: now, Clean: clean, Counters: &counters,
-		KernelLost: d.counters.lostInKernel}
+		KernelLost: d.counters.lostInKernel, Startups: d.startupsDone}
 	if err := d.store.SaveCheckpoint(cp, d.completed); err != nil {
 		return err
 	}
-	d.completed = nil
+	d.completed, d.startupsDone = nil, nil
 	d.view.saved()
 	d.counters.pace.checkpointed(now, scopes)
 	if !d.counters.pace.pruneDue(now, clean) {
@@ -243,7 +244,8 @@ func (d *Daemon) checkpoint(clean bool) error {
 	cutoff := now.Add(-d.cfg.KeepCompleted)
 	d.view.prune(cutoff)
 	_, err = d.store.Prune(cutoff, correlate.Marks.Last)
-	return err
+	_, serr := d.store.PruneStartups(cutoff)
+	return errors.Join(err, serr)
 }
 
 // periodicCheckpoint saves a checkpoint when the state may have changed

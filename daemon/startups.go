@@ -11,9 +11,9 @@ import (
 	"github.com/drainwatch/drainwatch/correlate"
 )
 
-// keptStartups bounds the complete startups the daemon serves: the most
-// recent, in memory only (a restart forgets them; the metrics' counters
-// are saved with the checkpoint).
+// keptStartups bounds the complete startups the daemon serves and stores:
+// the most recent (saved with each checkpoint, in step with the metrics'
+// counters they were counted into, and read back at start).
 const keptStartups = 1024
 
 // startupView is the HTTP side's copy of the startups: those in progress,
@@ -39,6 +39,13 @@ func (v *startupView) keep(s correlate.Startup) {
 	v.mu.Unlock()
 }
 
+// restore puts the stored startups (oldest first) back, before the loop.
+func (v *startupView) restore(ss []correlate.Startup) {
+	v.mu.Lock()
+	v.done = slices.Clone(ss[max(len(ss)-keptStartups, 0):])
+	v.mu.Unlock()
+}
+
 // Startups returns the complete startups, oldest first, then those in
 // progress.
 func (v *startupView) Startups() []correlate.Startup {
@@ -58,6 +65,12 @@ func (d *Daemon) startupsTick(now time.Time) []correlate.Startup {
 		logStartup(d.log, s)
 		d.metrics.ObserveStartup(s)
 		d.startups.keep(s)
+		// Bounded like the view: checkpoints that keep failing (a full
+		// disk) lose the oldest unsaved records, never memory.
+		if len(d.startupsDone) == keptStartups {
+			d.startupsDone = slices.Delete(d.startupsDone, 0, 1)
+		}
+		d.startupsDone = append(d.startupsDone, s)
 		d.scopes.Started(s.PodUID)
 		d.counters.pace.changed = true
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -23,6 +24,7 @@ var (
 	bucketMeta         = []byte("meta")
 	bucketTerminations = []byte("terminations")
 	bucketMetrics      = []byte("metrics")
+	bucketStartups     = []byte("startups")
 	keyCorrelator      = []byte("correlator")
 	keyScopes          = []byte("scopes")
 	keyAlive           = []byte("alive")
@@ -68,7 +70,7 @@ func OpenStore(dir string) (*Store, error) {
 // of a later version.
 func initStore(db *bolt.DB) error {
 	return db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketTerminations, bucketMetrics} {
+		for _, b := range [][]byte{bucketMeta, bucketTerminations, bucketMetrics, bucketStartups} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -104,6 +106,11 @@ type Checkpoint struct {
 	// terminations counted into them (nil leaves the stored ones as they
 	// are).
 	Counters *exporter.CounterState
+	// Startups are the new pods' startups completed since the last
+	// checkpoint (counted into Counters), kept for the API like the
+	// complete terminations; LoadCheckpoint leaves it empty (Startups
+	// reads them).
+	Startups []correlate.Startup
 }
 
 // SaveCheckpoint writes a checkpoint and the terminations completed since
@@ -130,6 +137,9 @@ func (s *Store) SaveCheckpoint(cp Checkpoint, completed []correlate.Termination)
 			return err
 		}
 		if err := putCounters(tx.Bucket(bucketMetrics), cp.Counters); err != nil {
+			return err
+		}
+		if err := putStartups(tx.Bucket(bucketStartups), cp.Startups); err != nil {
 			return err
 		}
 		return putTerminations(tx.Bucket(bucketTerminations), completed)
@@ -178,6 +188,98 @@ func putTerminations(b *bolt.Bucket, ts []correlate.Termination) error {
 		}
 	}
 	return nil
+}
+
+// putStartups stores complete startups by pod UID (a pod starts once) and
+// keeps the most recent keptStartups, by the end of their window.
+func putStartups(b *bolt.Bucket, ss []correlate.Startup) error {
+	if len(ss) == 0 {
+		return nil
+	}
+	for _, st := range ss {
+		v, err := json.Marshal(st)
+		if err != nil {
+			return fmt.Errorf("encoding the startup of %s: %w", st.Pod, err)
+		}
+		if err := b.Put([]byte(st.PodUID), v); err != nil {
+			return err
+		}
+	}
+	n, c := 0, b.Cursor()
+	for k, _ := c.First(); k != nil && n <= keptStartups; k, _ = c.Next() {
+		n++
+	}
+	if n <= keptStartups {
+		return nil
+	}
+	type aged struct {
+		key []byte
+		end time.Time
+	}
+	var all []aged
+	err := b.ForEach(func(k, v []byte) error {
+		var st struct {
+			Marks correlate.StartupMarks `json:"marks"`
+		}
+		_ = json.Unmarshal(v, &st) // undecodable: the zero time, the oldest
+		all = append(all, aged{append([]byte(nil), k...), st.Marks.WindowEnd})
+		return nil
+	})
+	slices.SortFunc(all, func(a, b aged) int { return a.end.Compare(b.end) })
+	for _, a := range all[:max(len(all)-keptStartups, 0)] {
+		err = errors.Join(err, b.Delete(a.key))
+	}
+	return err
+}
+
+// Startups returns the complete startups stored, oldest window first.
+func (s *Store) Startups() ([]correlate.Startup, error) {
+	var out []correlate.Startup
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketStartups)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var st correlate.Startup
+			if err := json.Unmarshal(v, &st); err != nil {
+				return fmt.Errorf("decoding the startup of pod uid %s: %w", k, err)
+			}
+			out = append(out, st)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading stored startups: %w", err)
+	}
+	slices.SortStableFunc(out, func(a, b correlate.Startup) int { return a.Marks.WindowEnd.Compare(b.Marks.WindowEnd) })
+	return out, nil
+}
+
+// PruneStartups deletes complete startups whose window ended before
+// cutoff, or that cannot be read.
+func (s *Store) PruneStartups(cutoff time.Time) (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketStartups)
+		var stale [][]byte
+		_ = b.ForEach(func(k, v []byte) error {
+			var st struct {
+				Marks correlate.StartupMarks `json:"marks"`
+			}
+			if json.Unmarshal(v, &st) != nil || st.Marks.WindowEnd.Before(cutoff) {
+				stale = append(stale, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		var err error
+		for _, k := range stale {
+			err = errors.Join(err, b.Delete(k))
+		}
+		n = len(stale)
+		return err
+	})
+	return n, err
 }
 
 // LoadCheckpoint reads the last checkpoint; ok is false on a first start.

@@ -44,6 +44,9 @@ type restoredState struct {
 	cp        Checkpoint
 	restored  bool
 	completed []correlate.Termination
+	startups  []correlate.Startup
+	// badStartups are the keys of stored startups dropInvalid dropped.
+	badStartups [][]byte
 }
 
 // openState opens the store and reads it whole. A state file this run
@@ -89,7 +92,7 @@ func setInvalidAside(st *restoredState, path string, log zerolog.Logger, m state
 	m.resets.WithLabelValues(resetInvalid).Inc()
 	log.Error().Err(invalid).Str("reason", resetInvalid).Str("copied_to", aside).
 		Msg("state file holds invalid values: those parts dropped, the rest restored")
-	if err := st.store.deleteTerminations(bad); err != nil {
+	if err := errors.Join(st.store.deleteTerminations(bad), st.store.deleteStartups(st.badStartups)); err != nil {
 		st.store.Close()
 		return fmt.Errorf("deleting the invalid terminations from %s: %w", path, err)
 	}
@@ -122,6 +125,9 @@ func tryOpenState(dir, path string) (st restoredState, reason string, err error)
 	}
 	if err == nil {
 		st.completed, err = st.store.Completed()
+	}
+	if err == nil {
+		st.startups, err = st.store.Startups()
 	}
 	if err != nil {
 		st.store.Close()

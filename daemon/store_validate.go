@@ -50,6 +50,14 @@ func (st *restoredState) dropInvalid(now time.Time) (bad [][]byte, err error) {
 	st.completed = slices.DeleteFunc(st.completed, func(t correlate.Termination) bool {
 		return correlate.CheckTermination(t, now) != nil
 	})
+	st.startups = slices.DeleteFunc(st.startups, func(s correlate.Startup) bool {
+		if err := correlate.CheckStartup(s, now); err != nil {
+			st.badStartups = append(st.badStartups, []byte(s.PodUID))
+			errs = append(errs, fmt.Errorf("the startup of pod uid %s dropped: %w", s.PodUID, err))
+			return true
+		}
+		return false
+	})
 	bad, err = st.store.invalidCompleted(now)
 	if len(bad) > 0 {
 		errs = append(errs, fmt.Errorf("%d complete terminations dropped: %w", len(bad), err))
@@ -133,8 +141,20 @@ func mapValues[K comparable, V any](m map[K]V) []V {
 
 // deleteTerminations removes stored complete terminations by key.
 func (s *Store) deleteTerminations(keys [][]byte) error {
+	return s.deleteKeys(bucketTerminations, keys)
+}
+
+// deleteStartups deletes the stored startups of these pod UIDs.
+func (s *Store) deleteStartups(keys [][]byte) error {
+	return s.deleteKeys(bucketStartups, keys)
+}
+
+func (s *Store) deleteKeys(bucket []byte, keys [][]byte) error {
+	if len(keys) == 0 {
+		return nil
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketTerminations)
+		b := tx.Bucket(bucket)
 		var errs []error
 		for _, k := range keys {
 			errs = append(errs, b.Delete(k))

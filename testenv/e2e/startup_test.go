@@ -47,6 +47,21 @@ func TestReadyBeforeListening(t *testing.T) {
 	seen, err := clients.Split(got.Marks.Ready)
 	must(t, err)
 	checkStartup(t, d, got, seen, clients)
+	// A restart keeps the record: the next daemon on the state dir serves
+	// it, the same (asked once it watches the pod again: its state is read
+	// before).
+	d.stop()
+	ds[0] = startDaemon(t, c.RestConfig, d.node, d.stateDir)
+	waitWatching(ctx, t, ds, []corev1Pod{pod})
+	var again []correlate.Startup
+	for _, s := range ds[0].Startups() {
+		if s.PodUID == uid {
+			again = append(again, s)
+		}
+	}
+	if len(again) != 1 || again[0].Counts != got.Counts || !again[0].Marks.Ready.Equal(got.Marks.Ready) || !again[0].Complete {
+		t.Errorf("after a restart the daemon serves %+v, want the startup %+v", again, got)
+	}
 }
 
 func checkStartup(t *testing.T, d *nodeDaemon, got correlate.Startup, seen lab.StartupSplit, clients *lab.StartupClients) {

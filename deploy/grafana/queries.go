@@ -33,6 +33,9 @@ var (
 	qReuseRate      = `sum by (workload, revision) (increase(drainwatch_requests_reset_on_reused_connections_total{` + sel + `}[$__rate_interval]))`
 	qProbesRate     = `sum by (workload, revision) (increase(drainwatch_probe_connections_refused_total{` + sel + `}[$__rate_interval]))`
 	qPartialRate    = `sum by (workload, reason) (increase(drainwatch_terminations_partial_total{` + wsel + `}[$__rate_interval]))`
+	// The new pods' side: refused and reset within the startup window.
+	qRefusedAfterReadyRate = `sum by (workload, revision) (increase(drainwatch_connections_refused_after_ready_total{` + sel + `}[$__rate_interval]))`
+	qResetAfterReadyRate   = `sum by (workload, revision) (increase(drainwatch_connections_reset_after_ready_total{` + sel + `}[$__rate_interval]))`
 	// Outside terminations the count is per workload (no revision label).
 	qSteadyReuseRate = `sum by (workload) (increase(drainwatch_requests_reset_on_reused_connections_outside_terminations_total{` + wsel + `}[$__rate_interval]))`
 )
@@ -43,7 +46,10 @@ var (
 	qRoutingLagP95 = `histogram_quantile(0.95, sum by (workload, le) (increase(drainwatch_routing_lag_seconds_bucket{` + wsel + `}[1h])))`
 	qRoutingLagMax = `histogram_quantile(1, sum by (workload, le) (increase(drainwatch_routing_lag_seconds_bucket{` + wsel + `}[1h])))`
 	qPhaseP95      = `histogram_quantile(0.95, sum by (workload, phase, le) (increase(drainwatch_termination_phase_seconds_bucket{` + wsel + `}[1h])))`
-	qPhaseMean     = `sum by (workload, phase) (increase(drainwatch_termination_phase_seconds_sum{` + wsel + `}[1h])) / sum by (workload, phase) (increase(drainwatch_termination_phase_seconds_count{` + wsel + `}[1h]))`
+	// qReadyToAccept*: new pods' Ready to first accepted connection.
+	qReadyToAcceptP95 = `histogram_quantile(0.95, sum by (workload, le) (increase(drainwatch_ready_to_first_accept_seconds_bucket{` + wsel + `}[1h])))`
+	qReadyToAcceptMax = `histogram_quantile(1, sum by (workload, le) (increase(drainwatch_ready_to_first_accept_seconds_bucket{` + wsel + `}[1h])))`
+	qPhaseMean        = `sum by (workload, phase) (increase(drainwatch_termination_phase_seconds_sum{` + wsel + `}[1h])) / sum by (workload, phase) (increase(drainwatch_termination_phase_seconds_count{` + wsel + `}[1h]))`
 )
 
 // drainwatch's own health.

@@ -58,6 +58,9 @@ func ExportedNames() (map[string]bool, error) {
 		Workload: collector.Workload{Namespace: "n", Kind: "Deployment", Name: "w", Revision: "1"},
 		Marks: correlate.Marks{DeleteRequested: t0, Killing: t0, StopSignal: t0, ListenerClosed: t0,
 			EndpointsNotReady: t0, Exit: t0.Add(time.Second)}, LastConnAttempt: t0.Add(time.Second)})
+	m.ObserveStartup(correlate.Startup{PodUID: "v", Complete: true,
+		Workload: collector.Workload{Namespace: "n", Kind: "Deployment", Name: "w", Revision: "2"},
+		Marks:    correlate.StartupMarks{Ready: t0, FirstAccept: t0.Add(time.Second)}, ReadyToFirstAccept: time.Second})
 	m.SetProbeState("p", "attached")
 	mfs, err := m.Registry().Gather()
 	if err != nil {

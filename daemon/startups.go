@@ -65,6 +65,9 @@ func (d *Daemon) startupsTick(now time.Time) []correlate.Startup {
 		logStartup(d.log, s)
 		d.metrics.ObserveStartup(s)
 		d.startups.keep(s)
+		if d.events != nil {
+			d.events.ReportStartup(s)
+		}
 		// Bounded like the view: checkpoints that keep failing (a full
 		// disk) lose the oldest unsaved records, never memory.
 		if len(d.startupsDone) == keptStartups {

@@ -18,6 +18,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/correlate"
 )
 
@@ -46,6 +47,8 @@ var eventReasons = map[string]string{
 	correlate.DiagExitedInflight:      "DrainExitedWithRequestsInFlight",
 	correlate.DiagCrashedDuringDrain:  "DrainCrashedDuringDrain",
 	correlate.DiagBlackholed:          "DrainBlackholedConnections",
+	// The new pods' side: a startup's diagnosis.
+	correlate.DiagReadyBeforeListening: "StartupReadyBeforeListening",
 }
 
 // EventReason returns the Event reason of a diagnosis code ("" for clean).
@@ -95,7 +98,7 @@ type EventReporter struct {
 	recorder    record.EventRecorder
 	log         zerolog.Logger
 
-	queue   chan correlate.Termination
+	queue   chan eventSubject
 	dropped *prometheus.CounterVec
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -146,7 +149,7 @@ func NewEventReporter(client EventClient, log zerolog.Logger, opts EventOptions)
 	r := &EventReporter{
 		client: client, broadcaster: b, log: log, dropped: dropped,
 		recorder: b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: EventComponent, Host: opts.Node}),
-		queue:    make(chan correlate.Termination, reportQueue), stop: stop, done: make(chan struct{}),
+		queue:    make(chan eventSubject, reportQueue), stop: stop, done: make(chan struct{}),
 		reported: map[string]bool{}, uids: map[workloadKey]types.UID{},
 	}
 	go r.run(ctx)
@@ -159,8 +162,8 @@ func (r *EventReporter) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case t := <-r.queue:
-			r.Record(ctx, t)
+		case s := <-r.queue:
+			r.record(ctx, s)
 		}
 	}
 }
@@ -177,24 +180,59 @@ func (r *EventReporter) Shutdown() {
 // workload lookup is an API call): false when the queue is full and its
 // Events are dropped.
 func (r *EventReporter) Report(t correlate.Termination) bool {
+	return r.enqueue(terminationSubject(t))
+}
+
+// ReportStartup queues a complete startup of a new pod like Report: its
+// pod and workload get an Event per diagnosis (ready_before_listening).
+func (r *EventReporter) ReportStartup(s correlate.Startup) bool {
+	if len(s.Diagnoses) == 0 {
+		return true
+	}
+	return r.enqueue(startupSubject(s))
+}
+
+func (r *EventReporter) enqueue(s eventSubject) bool {
 	select {
-	case r.queue <- t:
+	case r.queue <- s:
 		return true
 	default:
-		r.log.Warn().Str("pod", t.Pod).Msg("Event queue full: no Event for this termination")
-		r.dropped.WithLabelValues(DropQueueFull).Add(float64(podEvents(t)))
+		r.log.Warn().Str("pod", s.pod).Msgf("Event queue full: no Event for this %s", s.what)
+		r.dropped.WithLabelValues(DropQueueFull).Add(float64(podEvents(s)))
 		return false
 	}
+}
+
+// eventSubject is what the Events of one record are about: a complete
+// termination, or a new pod's complete startup.
+type eventSubject struct {
+	key, what   string // the record's key (once per key), "termination" or "startup"
+	pod, podUID string
+	workload    collector.Workload
+	prefix      string // first in each message (the termination's cause)
+	diagnoses   []correlate.Diagnosis
+	complete    bool
+}
+
+func terminationSubject(t correlate.Termination) eventSubject {
+	return eventSubject{key: t.Key(), what: "termination", pod: t.Pod, podUID: t.PodUID, workload: t.Workload,
+		prefix: causePrefix(t), diagnoses: t.Diagnoses, complete: t.Complete}
+}
+
+// startupSubject keys a startup apart from the pod's termination.
+func startupSubject(s correlate.Startup) eventSubject {
+	return eventSubject{key: "startup/" + s.PodUID, what: "startup", pod: s.Pod, podUID: s.PodUID, workload: s.Workload,
+		prefix: "startup: ", diagnoses: s.Diagnoses, complete: s.Complete}
 }
 
 // Dropped is drainwatch_events_dropped_total, for the daemon's registry.
 func (r *EventReporter) Dropped() prometheus.Collector { return r.dropped }
 
-// podEvents is how many Events a termination's pod gets: one per non-clean
+// podEvents is how many Events a record's pod gets: one per non-clean
 // diagnosis.
-func podEvents(t correlate.Termination) int {
+func podEvents(s eventSubject) int {
 	n := 0
-	for _, d := range t.Diagnoses {
+	for _, d := range s.diagnoses {
 		if EventReason(d.Code) != "" {
 			n++
 		}
@@ -205,30 +243,40 @@ func podEvents(t correlate.Termination) int {
 // Record records the Events of a completed termination and returns how
 // many it recorded (0 for clean, incomplete or already reported ones).
 func (r *EventReporter) Record(ctx context.Context, t correlate.Termination) int {
-	if !t.Complete || !r.firstReport(t.Key()) {
+	return r.record(ctx, terminationSubject(t))
+}
+
+// RecordStartup records the Events of a complete startup, as Record.
+func (r *EventReporter) RecordStartup(ctx context.Context, s correlate.Startup) int {
+	return r.record(ctx, startupSubject(s))
+}
+
+func (r *EventReporter) record(ctx context.Context, s eventSubject) int {
+	if !s.complete || !r.firstReport(s.key) {
 		return 0
 	}
-	pod := podRef(t)
-	workload, err := r.workloadRef(ctx, t)
+	pod := &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: s.workload.Namespace,
+		Name: s.pod, UID: types.UID(s.podUID)}
+	workload, err := r.workloadRef(ctx, s.workload)
 	switch {
 	case errors.Is(err, errNoWorkload):
 	case err != nil:
 		// The API server unreachable (an outage) or the workload gone:
 		// the workload's Events cannot be addressed, the pod's still are.
-		r.log.Warn().Err(err).Str("pod", t.Pod).Msg("no workload Event: its UID could not be looked up")
-		r.dropped.WithLabelValues(DropWorkloadUnknown).Add(float64(podEvents(t)))
+		r.log.Warn().Err(err).Str("pod", s.pod).Msg("no workload Event: its UID could not be looked up")
+		r.dropped.WithLabelValues(DropWorkloadUnknown).Add(float64(podEvents(s)))
 	}
 	n := 0
-	for _, d := range t.Diagnoses {
+	for _, d := range s.diagnoses {
 		reason := EventReason(d.Code)
 		if reason == "" {
 			continue
 		}
-		r.recorder.Event(pod, corev1.EventTypeWarning, reason, eventMessage(d, causePrefix(t)))
+		r.recorder.Event(pod, corev1.EventTypeWarning, reason, eventMessage(d, s.prefix))
 		n++
 		if workload != nil {
 			r.recorder.Event(workload, corev1.EventTypeWarning, reason,
-				eventMessage(d, fmt.Sprintf("pod %s (revision %s): %s", t.Pod, t.Workload.Revision, causePrefix(t))))
+				eventMessage(d, fmt.Sprintf("pod %s (revision %s): %s", s.pod, s.workload.Revision, s.prefix)))
 			n++
 		}
 	}
@@ -273,9 +321,4 @@ func eventMessage(d correlate.Diagnosis, prefix string) string {
 		msg = msg[:maxEventMessage-3] + "..."
 	}
 	return msg
-}
-
-func podRef(t correlate.Termination) *corev1.ObjectReference {
-	return &corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: t.Workload.Namespace,
-		Name: t.Pod, UID: types.UID(t.PodUID)}
 }

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/drainwatch/drainwatch/correlate"
 )
 
 // waitEvents polls until namespace ns holds want Events (the broadcaster
@@ -73,6 +75,43 @@ func TestEventsForLostTraffic(t *testing.T) {
 			e.Type != corev1.EventTypeWarning || e.Source.Component != "drainwatch" || e.Source.Host != "node-1" || e.Count != 1 {
 			t.Errorf("event %d = %s %s/%s uid %s %s %q (type %s, source %+v, count %d)\nwant %+v",
 				i, o.Kind, o.Namespace, o.Name, o.UID, e.Reason, e.Message, e.Type, e.Source, e.Count, w)
+		}
+	}
+}
+
+// TestEventsForStartups: a new pod's startup with a diagnosis gets a
+// Warning Event on the pod and its workload, once, apart from the same
+// pod's termination; a startup without one, none.
+func TestEventsForStartups(t *testing.T) {
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "dep-uid"}}
+	client := fake.NewClientset(dep)
+	r := NewEventReporter(client, zerolog.Nop(), EventOptions{Node: "node-1"})
+	defer r.Shutdown()
+	ctx := context.Background()
+	s := correlate.Startup{PodUID: "uid-a", Pod: "web-6d4f-a", Namespace: "shop", Workload: web3, Complete: true,
+		Counts: correlate.StartupCounts{RefusedAfterReady: 3},
+		Diagnoses: []correlate.Diagnosis{{Code: correlate.DiagReadyBeforeListening,
+			Message: "3 connection attempts refused after the pod was Ready: port 8080 listened 2s after Ready",
+			Fix:     "point the readiness probe at the port that serves the traffic"}}}
+	quiet := correlate.Startup{PodUID: "uid-b", Pod: "web-6d4f-b", Namespace: "shop", Workload: web3, Complete: true}
+	got := []int{r.RecordStartup(ctx, s), r.RecordStartup(ctx, s), r.RecordStartup(ctx, quiet), r.Record(ctx, naiveTermination())}
+	if want := []int{2, 0, 0, 2}; !slices.Equal(got, want) {
+		t.Fatalf("RecordStartup, Record returned %v, want %v", got, want)
+	}
+	evs := waitEvents(t, client, "shop", 4)
+	want := []struct{ kind, name, reason, msg string }{
+		{"Deployment", "web", "DrainNoDelay", ""},
+		{"Deployment", "web", "StartupReadyBeforeListening", "pod web-6d4f-a (revision 3): startup: 3 connection attempts refused after the pod was Ready: port 8080 listened 2s after Ready. Fix: point the readiness probe at the port that serves the traffic"},
+		{"Pod", "web-6d4f-a", "DrainNoDelay", ""},
+		{"Pod", "web-6d4f-a", "StartupReadyBeforeListening", "startup: 3 connection attempts refused after the pod was Ready: port 8080 listened 2s after Ready. Fix: point the readiness probe at the port that serves the traffic"},
+	}
+	if len(evs) != len(want) {
+		t.Fatalf("%d events, want %d: %+v", len(evs), len(want), evs)
+	}
+	for i, w := range want {
+		e, o := evs[i], evs[i].InvolvedObject
+		if o.Kind != w.kind || o.Name != w.name || e.Reason != w.reason || (w.msg != "" && e.Message != w.msg) || e.Type != corev1.EventTypeWarning {
+			t.Errorf("event %d = %s %s %s %q, want %+v", i, o.Kind, o.Name, e.Reason, e.Message, w)
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/collector"
 )
 
 type workloadKey struct{ namespace, kind, name string }
@@ -23,10 +23,9 @@ var workloadAPIVersion = map[string]string{
 
 var errNoWorkload = errors.New("pod has no workload")
 
-// workloadRef returns the reference of t's workload with its UID (kubectl
+// workloadRef returns the reference of workload w with its UID (kubectl
 // describe selects Events by the object's UID), looked up once per workload.
-func (r *EventReporter) workloadRef(ctx context.Context, t correlate.Termination) (*corev1.ObjectReference, error) {
-	w := t.Workload
+func (r *EventReporter) workloadRef(ctx context.Context, w collector.Workload) (*corev1.ObjectReference, error) {
 	apiVersion, ok := workloadAPIVersion[w.Kind]
 	if !ok || w.Name == "" {
 		return nil, errNoWorkload

@@ -2,12 +2,16 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/exporter"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
 	"github.com/drainwatch/drainwatch/testenv/lab"
 )
@@ -47,6 +51,7 @@ func TestReadyBeforeListening(t *testing.T) {
 	seen, err := clients.Split(got.Marks.Ready)
 	must(t, err)
 	checkStartup(t, d, got, seen, clients)
+	checkStartupEvent(ctx, t, c, pod, seen.RefusedAfter)
 	// A restart keeps the record: the next daemon on the state dir serves
 	// it, the same (asked once it watches the pod again: its state is read
 	// before).
@@ -92,6 +97,30 @@ func checkStartup(t *testing.T, d *nodeDaemon, got correlate.Startup, seen lab.S
 	}
 	if v := counterSum(d, "drainwatch_connections_refused_before_ready_total", got.Namespace); v != float64(before) {
 		t.Errorf("drainwatch_connections_refused_before_ready_total %v, want %d", v, before)
+	}
+}
+
+// checkStartupEvent: the pod has one StartupReadyBeforeListening Warning
+// from drainwatch, naming the clients' count of refusals after Ready.
+func checkStartupEvent(ctx context.Context, t *testing.T, c *cluster.Cluster, pod corev1Pod, after int) {
+	t.Helper()
+	want := fmt.Sprintf("startup: %d connection attempts refused after the pod was Ready", after)
+	var got []string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := c.Client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		got = nil
+		for _, ev := range list.Items {
+			if ev.Source.Component == exporter.EventComponent && ev.InvolvedObject.UID == pod.UID {
+				got = append(got, fmt.Sprintf("%s ×%d: %s", ev.Reason, max(ev.Count, 1), ev.Message))
+			}
+		}
+		return len(got) > 0, nil
+	})
+	if err != nil || len(got) != 1 || !strings.HasPrefix(got[0], "StartupReadyBeforeListening ×1: "+want) {
+		t.Errorf("drainwatch's Events on %s: %q (%v), want one StartupReadyBeforeListening ×1 %q…", pod.Name, got, err, want)
 	}
 }
 

@@ -234,26 +234,34 @@ func putStartups(b *bolt.Bucket, ss []correlate.Startup) error {
 
 // Startups returns the complete startups stored, oldest window first.
 func (s *Store) Startups() ([]correlate.Startup, error) {
-	var out []correlate.Startup
-	err := s.db.View(func(tx *bolt.Tx) error {
+	out, _, err := s.readStartups()
+	return out, err
+}
+
+// readStartups also returns the keys of the records it could not decode:
+// a start drops those (dropInvalid) instead of setting the whole file
+// aside for one of them.
+func (s *Store) readStartups() (out []correlate.Startup, undecodable [][]byte, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketStartups)
 		if b == nil {
 			return nil
 		}
 		return b.ForEach(func(k, v []byte) error {
 			var st correlate.Startup
-			if err := json.Unmarshal(v, &st); err != nil {
-				return fmt.Errorf("decoding the startup of pod uid %s: %w", k, err)
+			if json.Unmarshal(v, &st) != nil {
+				undecodable = append(undecodable, append([]byte(nil), k...))
+				return nil
 			}
 			out = append(out, st)
 			return nil
 		})
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading stored startups: %w", err)
+		return nil, nil, fmt.Errorf("reading stored startups: %w", err)
 	}
 	slices.SortStableFunc(out, func(a, b correlate.Startup) int { return a.Marks.WindowEnd.Compare(b.Marks.WindowEnd) })
-	return out, nil
+	return out, undecodable, nil
 }
 
 // PruneStartups deletes complete startups whose window ended before

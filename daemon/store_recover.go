@@ -45,7 +45,8 @@ type restoredState struct {
 	restored  bool
 	completed []correlate.Termination
 	startups  []correlate.Startup
-	// badStartups are the keys of stored startups dropInvalid dropped.
+	// badStartups are the keys of stored startups that could not be
+	// decoded or that dropInvalid dropped.
 	badStartups [][]byte
 }
 
@@ -127,7 +128,7 @@ func tryOpenState(dir, path string) (st restoredState, reason string, err error)
 		st.completed, err = st.store.Completed()
 	}
 	if err == nil {
-		st.startups, err = st.store.Startups()
+		st.startups, st.badStartups, err = st.store.readStartups()
 	}
 	if err != nil {
 		st.store.Close()

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"testing"
@@ -64,23 +65,35 @@ func TestDaemonRestoresStartups(t *testing.T) {
 	db, err := bolt.Open(dir+"/"+storeFile, 0o600, nil)
 	must(t, err)
 	bad, _ := json.Marshal(startupAt("c", startNow.Add(-time.Minute), -4))
-	must(t, db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketStartups).Put([]byte("c"), bad) }))
+	must(t, db.Update(func(tx *bolt.Tx) error {
+		return errors.Join(tx.Bucket(bucketStartups).Put([]byte("c"), bad), tx.Bucket(bucketStartups).Put([]byte("d"), []byte("{not json")))
+	}))
 	must(t, db.Close())
 
 	st, err := openState(dir, zerolog.New(io.Discard), newStateMetrics(prometheus.NewRegistry()), startNow)
 	must(t, err)
-	if len(st.startups) != 2 || st.startups[0].PodUID != "a" || st.startups[0].Counts.RefusedAfterReady != 2 || st.startups[1].PodUID != "b" {
+	if len(st.completed) != 0 || len(st.startups) != 2 || st.startups[0].PodUID != "a" || st.startups[0].Counts.RefusedAfterReady != 2 || st.startups[1].PodUID != "b" {
 		t.Errorf("restored startups %+v, want a then b", st.startups)
 	}
 	stored, err := st.store.Startups()
 	must(t, err)
+	n, err := countKeys(st.store, bucketStartups)
+	must(t, err)
 	must(t, st.store.Close())
-	if len(stored) != 2 {
-		t.Errorf("%d startups still stored, want the invalid one deleted", len(stored))
+	if len(stored) != 2 || n != 2 {
+		t.Errorf("%d startups still stored (%d keys), want the invalid and the undecodable one deleted", len(stored), n)
 	}
 	var v startupView
 	v.restore(st.startups)
 	if got := v.Startups(); len(got) != 2 || got[1].PodUID != "b" {
 		t.Errorf("served %+v, want a and b", got)
 	}
+}
+
+func countKeys(s *Store, bucket []byte) (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(_, _ []byte) error { n++; return nil })
+	})
+	return n, err
 }

@@ -50,6 +50,9 @@ func (st *restoredState) dropInvalid(now time.Time) (bad [][]byte, err error) {
 	st.completed = slices.DeleteFunc(st.completed, func(t correlate.Termination) bool {
 		return correlate.CheckTermination(t, now) != nil
 	})
+	if len(st.badStartups) > 0 {
+		errs = append(errs, fmt.Errorf("%d stored startups dropped: not decodable", len(st.badStartups)))
+	}
 	st.startups = slices.DeleteFunc(st.startups, func(s correlate.Startup) bool {
 		if err := correlate.CheckStartup(s, now); err != nil {
 			st.badStartups = append(st.badStartups, []byte(s.PodUID))

@@ -108,12 +108,13 @@ func TestStartupWindowAndDeletion(t *testing.T) {
 		name        string
 		evs         []any
 		after, tail int
+		sigterm     int // the termination's refused_after_sigterm, if it has one
 	}{
-		{"after the window", []any{refusedOn(8080, ms(61000), 9)}, 2, 0},
+		{"after the window", []any{refusedOn(8080, ms(61000), 9)}, 2, 0, 0},
 		{"the window ends at the deletion", []any{
 			deleting(podA, ipA, 30*time.Second, ms(5000), ms(5000)),
 			refusedOn(8080, ms(5100), 9),
-		}, 2, 0},
+		}, 2, 0, 0},
 		// The kernel's stop signal and the refusals after it come before
 		// the daemon sees the deletion: they are the termination's alone.
 		{"the stop signal ends it before the deletion is seen", []any{
@@ -121,7 +122,7 @@ func TestStartupWindowAndDeletion(t *testing.T) {
 			refusedOn(8080, ms(5000), 8),
 			refusedOn(8080, ms(5050), 9),
 			deleting(podA, ipA, 30*time.Second, ms(5100), ms(5100)),
-		}, 2, 0},
+		}, 2, 0, 2},
 		{"client connections reset after Ready, each once; a probe's and an unknown one's not", []any{
 			acceptAt(ms(4900), 21),
 			from(acceptAt(ms(4950), 22), "kubelet"),
@@ -131,7 +132,7 @@ func TestStartupWindowAndDeletion(t *testing.T) {
 			sock(collector.EventReset, netA, ipA, 21, ms(5001)),
 			sock(collector.EventReset, netA, ipA, 0, ms(5002)),
 			sock(collector.EventReset, netA, ipA, 0, ms(5003)),
-		}, 2, 2},
+		}, 2, 2, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,9 +142,8 @@ func TestStartupWindowAndDeletion(t *testing.T) {
 			if len(got) != 1 || got[0].Counts.RefusedAfterReady != tt.after || got[0].Counts.ResetAfterReady != tt.tail {
 				t.Fatalf("startups %+v, want %d refused and %d reset after Ready", got, tt.after, tt.tail)
 			}
-			if term, ok := c.Get(podA); ok && tt.name == "the stop signal ends it before the deletion is seen" &&
-				term.Counts.RefusedAfterSigterm != 2 {
-				t.Errorf("termination refused %d after the stop signal, want 2", term.Counts.RefusedAfterSigterm)
+			if term, ok := c.Get(podA); ok && term.Counts.RefusedAfterSigterm != tt.sigterm {
+				t.Errorf("termination refused %d after the stop signal, want %d", term.Counts.RefusedAfterSigterm, tt.sigterm)
 			}
 		})
 	}

@@ -267,27 +267,12 @@ func (s *Store) readStartups() (out []correlate.Startup, undecodable [][]byte, e
 // PruneStartups deletes complete startups whose window ended before
 // cutoff, or that cannot be read.
 func (s *Store) PruneStartups(cutoff time.Time) (int, error) {
-	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketStartups)
-		var stale [][]byte
-		_ = b.ForEach(func(k, v []byte) error {
-			var st struct {
-				Marks correlate.StartupMarks `json:"marks"`
-			}
-			if json.Unmarshal(v, &st) != nil || st.Marks.WindowEnd.Before(cutoff) {
-				stale = append(stale, append([]byte(nil), k...))
-			}
-			return nil
-		})
-		var err error
-		for _, k := range stale {
-			err = errors.Join(err, b.Delete(k))
+	return s.prune(bucketStartups, func(v []byte) bool {
+		var st struct {
+			Marks correlate.StartupMarks `json:"marks"`
 		}
-		n = len(stale)
-		return err
+		return json.Unmarshal(v, &st) != nil || st.Marks.WindowEnd.Before(cutoff)
 	})
-	return n, err
 }
 
 // LoadCheckpoint reads the last checkpoint; ok is false on a first start.
@@ -375,25 +360,33 @@ func (s *Store) Termination(uid string) (t correlate.Termination, ok bool, err e
 
 // Prune deletes complete terminations whose last mark is before cutoff.
 func (s *Store) Prune(cutoff time.Time, lastMark func(correlate.Marks) time.Time) (int, error) {
+	return s.prune(bucketTerminations, func(v []byte) bool {
+		// Only the marks are decoded: the rest of a termination (its
+		// connections, sources, diagnoses) is not needed here.
+		var t struct {
+			Marks correlate.Marks `json:"marks"`
+		}
+		return json.Unmarshal(v, &t) != nil || lastMark(t.Marks).Before(cutoff)
+	})
+}
+
+// prune deletes the records of bucket that stale says are, and returns
+// how many.
+func (s *Store) prune(bucket []byte, stale func(v []byte) bool) (int, error) {
 	n := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketTerminations)
-		var stale [][]byte
+		b := tx.Bucket(bucket)
+		var keys [][]byte
 		err := b.ForEach(func(k, v []byte) error {
-			// Only the marks are decoded: the rest of a termination
-			// (its connections, sources, diagnoses) is not needed here.
-			var t struct {
-				Marks correlate.Marks `json:"marks"`
-			}
-			if json.Unmarshal(v, &t) != nil || lastMark(t.Marks).Before(cutoff) {
-				stale = append(stale, append([]byte(nil), k...))
+			if stale(v) {
+				keys = append(keys, append([]byte(nil), k...))
 			}
 			return nil
 		})
-		for _, k := range stale {
+		for _, k := range keys {
 			err = errors.Join(err, b.Delete(k))
 		}
-		n = len(stale)
+		n = len(keys)
 		return err
 	})
 	return n, err

@@ -74,8 +74,10 @@ func (c *Correlator) evaluateStartup(st *startupState) Startup {
 		}
 	}
 	s.Diagnoses = nil
-	if d := readyBeforeListening(s); d != nil {
-		s.Diagnoses = append(s.Diagnoses, *d)
+	for _, diagnose := range []func(Startup) *Diagnosis{readyBeforeListening, readyBeforeServing} {
+		if d := diagnose(s); d != nil {
+			s.Diagnoses = append(s.Diagnoses, *d)
+		}
 	}
 	return s
 }
@@ -95,6 +97,23 @@ func readyBeforeListening(s Startup) *Diagnosis {
 	}
 	return &Diagnosis{Code: DiagReadyBeforeListening, Message: msg,
 		Fix: "point the readiness probe at the port that serves the traffic, or add a startupProbe that passes only once it listens"}
+}
+
+// readyBeforeServing: the pod reset client connections it had accepted
+// after Ready, so the readiness probe passed while what serves them was not
+// ready yet (a warm-up, a dependency, an app behind a sidecar).
+func readyBeforeServing(s Startup) *Diagnosis {
+	n := s.Counts.ResetAfterReady
+	if n == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%d client connections reset by the pod after it was Ready", n)
+	if len(s.Resets) > 0 {
+		r := s.Resets[0]
+		msg += fmt.Sprintf(": the first on port %d, %s after Ready", r.Port, FormatSeconds(r.At.Sub(s.Marks.Ready)))
+	}
+	return &Diagnosis{Code: DiagReadyBeforeServing, Message: msg,
+		Fix: "make the readiness probe pass only once the server serves its traffic (an httpGet on a path that needs what the traffic needs: warm caches, connected dependencies), or add a startupProbe that does"}
 }
 
 func earliestSet(ts ...time.Time) time.Time {

@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,6 +32,14 @@ func listenOn(p uint16, at time.Time) collector.Event {
 
 func acceptAt(at time.Time, cookie uint64) collector.Event {
 	return sock(collector.EventAccept, netA, ipA, cookie, at)
+}
+
+// client2 is a second client (sock's events come from 10.244.2.9:40000).
+var client2 = netip.MustParseAddrPort("10.244.2.9:40001")
+
+func remoteAt(e collector.Event, remote netip.AddrPort) collector.Event {
+	e.Remote = remote
+	return e
 }
 
 // started: a pod whose health port listens at once (0) and whose traffic
@@ -104,17 +113,19 @@ func TestStartupRaceWithReady(t *testing.T) {
 }
 
 func TestStartupWindowAndDeletion(t *testing.T) {
+	listening := []string{"ready_before_listening: 2 connection attempts refused after the pod was Ready: port 8080 listened 3s after Ready"}
 	tests := []struct {
 		name        string
 		evs         []any
 		after, tail int
 		sigterm     int // the termination's refused_after_sigterm, if it has one
+		diagnoses   []string
 	}{
-		{"after the window", []any{refusedOn(8080, ms(61000), 9)}, 2, 0, 0},
+		{"after the window", []any{refusedOn(8080, ms(61000), 9)}, 2, 0, 0, listening},
 		{"the window ends at the deletion", []any{
 			deleting(podA, ipA, 30*time.Second, ms(5000), ms(5000)),
 			refusedOn(8080, ms(5100), 9),
-		}, 2, 0, 0},
+		}, 2, 0, 0, listening},
 		// The kernel's stop signal and the refusals after it come before
 		// the daemon sees the deletion: they are the termination's alone.
 		{"the stop signal ends it before the deletion is seen", []any{
@@ -122,17 +133,26 @@ func TestStartupWindowAndDeletion(t *testing.T) {
 			refusedOn(8080, ms(5000), 8),
 			refusedOn(8080, ms(5050), 9),
 			deleting(podA, ipA, 30*time.Second, ms(5100), ms(5100)),
-		}, 2, 0, 2},
+		}, 2, 0, 2, listening},
+		// Client 2's connection is reset twice without a socket (its
+		// segments after the socket was gone); client 1's socket reset
+		// its connection, and the RST answering client 1's request, on
+		// its way meanwhile, is that connection's too: 2 connections.
 		{"client connections reset after Ready, each once; a probe's and an unknown one's not", []any{
 			acceptAt(ms(4900), 21),
+			remoteAt(acceptAt(ms(4910), 24), client2),
 			from(acceptAt(ms(4950), 22), "kubelet"),
 			sock(collector.EventReset, netA, ipA, 22, ms(4990)),
 			sock(collector.EventReset, netA, ipA, 23, ms(4995)),
 			sock(collector.EventReset, netA, ipA, 21, ms(5000)),
 			sock(collector.EventReset, netA, ipA, 21, ms(5001)),
 			sock(collector.EventReset, netA, ipA, 0, ms(5002)),
-			sock(collector.EventReset, netA, ipA, 0, ms(5003)),
-		}, 2, 2, 0},
+			remoteAt(sock(collector.EventReset, netA, ipA, 0, ms(5003)), client2),
+			remoteAt(sock(collector.EventReset, netA, ipA, 0, ms(5004)), client2),
+		}, 2, 2, 0, []string{
+			"ready_before_listening: 2 connection attempts refused after the pod was Ready: port 8080 listened 3s after Ready",
+			"ready_before_serving: 2 client connections reset by the pod after it was Ready: the first on port 8080, 4s after Ready",
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,6 +164,13 @@ func TestStartupWindowAndDeletion(t *testing.T) {
 			}
 			if term, ok := c.Get(podA); ok && term.Counts.RefusedAfterSigterm != tt.sigterm {
 				t.Errorf("termination refused %d after the stop signal, want %d", term.Counts.RefusedAfterSigterm, tt.sigterm)
+			}
+			var diags []string
+			for _, d := range got[0].Diagnoses {
+				diags = append(diags, d.Code+": "+d.Message)
+			}
+			if !slices.Equal(diags, tt.diagnoses) {
+				t.Errorf("diagnoses %q, want %q", diags, tt.diagnoses)
 			}
 		})
 	}

@@ -7,8 +7,14 @@ import (
 	"github.com/drainwatch/drainwatch/collector"
 )
 
-// DiagReadyBeforeListening: client SYNs refused after the pod was Ready.
-const DiagReadyBeforeListening = "ready_before_listening"
+// A startup's diagnoses.
+const (
+	// DiagReadyBeforeListening: client SYNs refused after the pod was Ready.
+	DiagReadyBeforeListening = "ready_before_listening"
+	// DiagReadyBeforeServing: client connections the pod accepted were
+	// reset by it after it was Ready.
+	DiagReadyBeforeServing = "ready_before_serving"
+)
 
 // startupPod takes a pod update into its startup: a pod seen for the first
 // time not Ready and not deleting begins one (a pod already Ready when the
@@ -170,6 +176,11 @@ func (st *startupState) clientConn(e *collector.Event) bool {
 }
 
 // settleStartup reports whether a reset connection was not counted yet.
+// A connection the pod's socket reset records its client too: the client's
+// segments already on their way (its request, its ACK) meet no socket and
+// are answered with a RST of their own, which must not count the same
+// connection again. Past the bound every reset counts (a client port reused
+// within one window is rare).
 func settleStartup(st *startupState, e *collector.Event) bool {
 	if e.SockCookie == 0 {
 		if st.Remotes[e.Remote] {
@@ -182,6 +193,7 @@ func settleStartup(st *startupState, e *collector.Event) bool {
 		return false
 	}
 	st.Settled = addBounded(st.Settled, e.SockCookie)
+	st.Remotes = addBounded(st.Remotes, e.Remote)
 	return true
 }
 

@@ -49,6 +49,7 @@ var eventReasons = map[string]string{
 	correlate.DiagBlackholed:          "DrainBlackholedConnections",
 	// The new pods' side: a startup's diagnosis.
 	correlate.DiagReadyBeforeListening: "StartupReadyBeforeListening",
+	correlate.DiagReadyBeforeServing:   "StartupReadyBeforeServing",
 }
 
 // EventReason returns the Event reason of a diagnosis code ("" for clean).
@@ -184,7 +185,8 @@ func (r *EventReporter) Report(t correlate.Termination) bool {
 }
 
 // ReportStartup queues a complete startup of a new pod like Report: its
-// pod and workload get an Event per diagnosis (ready_before_listening).
+// pod and workload get an Event per diagnosis (ready_before_listening,
+// ready_before_serving).
 func (r *EventReporter) ReportStartup(s correlate.Startup) bool {
 	if len(s.Diagnoses) == 0 {
 		return true

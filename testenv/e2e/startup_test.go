@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -20,7 +21,9 @@ import (
 // enough for the scenario's clients, short enough to wait for.
 const startupWindow = 8 * time.Second
 
-// TestReadyBeforeListening: the new pod whose readiness passes
+// TestStartups: the new pods' side, two pods on one cluster.
+//
+// ready-before-listening: the new pod whose readiness passes
 // before it serves (lab.ReadyBeforeListening: a tcpSocket probe on a
 // health port that listens at once, the traffic port 5 s after the
 // start). Independent clients connect straight at the pod's traffic port
@@ -31,12 +34,24 @@ const startupWindow = 8 * time.Second
 // drainwatch's refused_before_ready and refused_after_ready equal the
 // clients' refusals sent before and after that mark, and its first accept
 // lies within the first accepted client's connect.
-func TestReadyBeforeListening(t *testing.T) {
+//
+// resets-after-ready: the same probe, a traffic port open at once whose
+// server resets every request for 5.5 s after the start
+// (lab.ResetsAfterReady); the clients send GET /work on each connection
+// and count the connections reset instead of answered. drainwatch's
+// reset_after_ready equals those sent after the Ready mark; nothing is
+// refused.
+func TestStartups(t *testing.T) {
 	c, ds := startCluster(t, "e2st-", 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	ns := unique("e2e-startup")
-	if err := c.Apply(ctx, cluster.Namespace(ns), lab.ReadyBeforeListening(ns)); err != nil {
+	t.Run("ready-before-listening", func(t *testing.T) { testReadyBeforeListening(t, c, ds) })
+	t.Run("resets-after-ready", func(t *testing.T) { testResetsAfterReady(t, c, ds) })
+}
+
+// runStartup deploys dep's pod, runs the startup clients at it, and
+// returns the daemon's complete startup and the clients' split of it.
+func runStartup(ctx context.Context, t *testing.T, c *cluster.Cluster, ds []*nodeDaemon, ns string, dep *appsv1.Deployment, request bool) (corev1Pod, correlate.Startup, lab.StartupSplit, *lab.StartupClients) {
+	t.Helper()
+	if err := c.Apply(ctx, cluster.Namespace(ns), dep); err != nil {
 		t.Fatal(err)
 	}
 	pod, err := lab.WaitAddressed(ctx, c.Client, ns, "web")
@@ -44,20 +59,31 @@ func TestReadyBeforeListening(t *testing.T) {
 	d := ds[0]
 	waitWatching(ctx, t, ds, []corev1Pod{pod})
 	uid := string(pod.UID)
-	clients := &lab.StartupClients{Dial: c.Dial, Client: c.Client, Pod: pod,
+	clients := &lab.StartupClients{Dial: c.Dial, Client: c.Client, Pod: pod, Request: request,
 		DaemonReady: func(context.Context) time.Time { return daemonReady(d, uid) }}
 	must(t, clients.Run(ctx))
 	got := waitStartup(ctx, t, d, uid)
 	seen, err := clients.Split(got.Marks.Ready)
 	must(t, err)
+	return pod, got, seen, clients
+}
+
+func testReadyBeforeListening(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := unique("e2e-startup")
+	pod, got, seen, clients := runStartup(ctx, t, c, ds, ns, lab.ReadyBeforeListening(ns), false)
+	d := ds[0]
 	checkStartup(t, d, got, seen, clients)
-	checkStartupEvent(ctx, t, c, pod, seen.RefusedAfter)
+	checkStartupEvent(ctx, t, c, pod, "StartupReadyBeforeListening",
+		fmt.Sprintf("startup: %d connection attempts refused after the pod was Ready", seen.RefusedAfter))
 	// A restart keeps the record: the next daemon on the state dir serves
 	// it, the same (asked once it watches the pod again: its state is read
 	// before).
 	d.stop()
 	ds[0] = startDaemon(t, c.RestConfig, d.node, d.stateDir)
 	waitWatching(ctx, t, ds, []corev1Pod{pod})
+	uid := string(pod.UID)
 	var again []correlate.Startup
 	for _, s := range ds[0].Startups() {
 		if s.PodUID == uid {
@@ -67,6 +93,37 @@ func TestReadyBeforeListening(t *testing.T) {
 	if len(again) != 1 || again[0].Counts != got.Counts || !again[0].Marks.Ready.Equal(got.Marks.Ready) || !again[0].Complete {
 		t.Errorf("after a restart the daemon serves %+v, want the startup %+v", again, got)
 	}
+}
+
+func testResetsAfterReady(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ns := unique("e2e-startup-resets")
+	pod, got, seen, clients := runStartup(ctx, t, c, ds, ns, lab.ResetsAfterReady(ns), true)
+	ready := got.Marks.Ready
+	t.Logf("clients: %d attempts, reset %d before and %d after Ready (paused %v to %v around it); drainwatch %+v marks %+v resets %+v diagnoses %+v",
+		seen.Attempts, seen.ResetBefore, seen.ResetAfter, clients.PauseAt.Sub(ready), clients.ResumeAt.Sub(ready),
+		got.Counts, got.Marks, got.Resets, got.Diagnoses)
+	// Ready comes about 3 s after the start, the resets last 5.5 s: the
+	// clients meet them on both sides.
+	n := got.Counts
+	if n.ResetAfterReady != seen.ResetAfter || seen.ResetAfter == 0 || seen.ResetBefore == 0 {
+		t.Errorf("drainwatch reset after Ready %d; the clients %d after and %d before (want equal, and both seen)",
+			n.ResetAfterReady, seen.ResetAfter, seen.ResetBefore)
+	}
+	if n.RefusedBeforeReady != 0 || n.RefusedAfterReady != 0 || seen.RefusedBefore != 0 || seen.RefusedAfter != 0 || n.ProbeRefused != 0 || got.Partial {
+		t.Errorf("refused %+v (clients %d, %d), partial %v: want none (the port listens at once), complete",
+			n, seen.RefusedBefore, seen.RefusedAfter, got.PartialReasons)
+	}
+	checkFirstAccept(t, got, seen.First)
+	if len(got.Diagnoses) != 1 || got.Diagnoses[0].Code != correlate.DiagReadyBeforeServing {
+		t.Errorf("diagnoses %+v, want %s", got.Diagnoses, correlate.DiagReadyBeforeServing)
+	}
+	if v := counterSum(ds[0], "drainwatch_connections_reset_after_ready_total", got.Namespace); v != float64(seen.ResetAfter) {
+		t.Errorf("drainwatch_connections_reset_after_ready_total %v, want %d", v, seen.ResetAfter)
+	}
+	checkStartupEvent(ctx, t, c, pod, "StartupReadyBeforeServing",
+		fmt.Sprintf("startup: %d client connections reset by the pod after it was Ready", seen.ResetAfter))
 }
 
 func checkStartup(t *testing.T, d *nodeDaemon, got correlate.Startup, seen lab.StartupSplit, clients *lab.StartupClients) {
@@ -100,11 +157,10 @@ func checkStartup(t *testing.T, d *nodeDaemon, got correlate.Startup, seen lab.S
 	}
 }
 
-// checkStartupEvent: the pod has one StartupReadyBeforeListening Warning
-// from drainwatch, naming the clients' count of refusals after Ready.
-func checkStartupEvent(ctx context.Context, t *testing.T, c *cluster.Cluster, pod corev1Pod, after int) {
+// checkStartupEvent: the pod has one Warning of reason from drainwatch,
+// whose message begins with want (the clients' count).
+func checkStartupEvent(ctx context.Context, t *testing.T, c *cluster.Cluster, pod corev1Pod, reason, want string) {
 	t.Helper()
-	want := fmt.Sprintf("startup: %d connection attempts refused after the pod was Ready", after)
 	var got []string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		list, err := c.Client.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{})
@@ -119,8 +175,8 @@ func checkStartupEvent(ctx context.Context, t *testing.T, c *cluster.Cluster, po
 		}
 		return len(got) > 0, nil
 	})
-	if err != nil || len(got) != 1 || !strings.HasPrefix(got[0], "StartupReadyBeforeListening ×1: "+want) {
-		t.Errorf("drainwatch's Events on %s: %q (%v), want one StartupReadyBeforeListening ×1 %q…", pod.Name, got, err, want)
+	if err != nil || len(got) != 1 || !strings.HasPrefix(got[0], reason+" ×1: "+want) {
+		t.Errorf("drainwatch's Events on %s: %q (%v), want one %s ×1 %q…", pod.Name, got, err, reason, want)
 	}
 }
 

@@ -52,9 +52,11 @@ var expectations = map[string]func(lab.Result) bool{
 		return r.ClientRefused == 0 && r.ClientBlackholed == 0 && r.ClientKilled == 0
 	},
 	// Exactly the 3 /slow requests in flight are cut by the SIGKILL; /work
-	// is kept clear of it.
+	// is kept clear of it; the 10 /work sent once the container is gone
+	// (within the blackhole window) meet its network gone.
 	"ignore-term": func(r lab.Result) bool {
-		return r.ClientKilled == 3 && has(r, correlate.DiagStopSignalIgnored) && has(r, correlate.DiagRequestsKilled)
+		return r.ClientKilled == 3 && r.ClientBlackholed == 10 && has(r, correlate.DiagStopSignalIgnored) &&
+			has(r, correlate.DiagRequestsKilled) && has(r, correlate.DiagBlackholed)
 	},
 	"prestop-fails": func(r lab.Result) bool { return has(r, correlate.DiagPrestopFailed) },
 	// nginx closes its listener at its image's SIGQUIT and finishes the slow
@@ -138,9 +140,17 @@ var expectations = map[string]func(lab.Result) bool{
 	// Clients refused on both sides of Ready, nothing else lost; the
 	// diagnosis names it.
 	"startup/ready-before-listening": func(r lab.Result) bool {
-		return r.ClientRefusedBeforeReady > 0 && r.ClientRefusedAfterReady > 0 && r.ClientRefused == 0 &&
+		return r.ClientRefusedBeforeReady > 0 && r.ClientRefusedAfterReady > 0 && r.ClientRefused == 0 && r.ClientResetAfterReady == 0 &&
 			slices.Equal(r.Diagnoses, []string{correlate.DiagReadyBeforeListening}) &&
-			strings.Contains(r.Note, "reset after Ready 0, probes refused 0")
+			strings.Contains(r.Note, ", 0 reset before Ready;") && strings.Contains(r.Note, "probes refused 0")
+	},
+	// Every request is reset for 5.5 s after the start, Ready about 3 s
+	// after it: resets on both sides, how many varies with when the probe
+	// passes; nothing refused (the port listens at once).
+	"startup/resets-after-ready": func(r lab.Result) bool {
+		return r.ClientResetAfterReady > 0 && r.ClientRefusedBeforeReady == 0 && r.ClientRefusedAfterReady == 0 && r.ClientRefused == 0 &&
+			slices.Equal(r.Diagnoses, []string{correlate.DiagReadyBeforeServing}) &&
+			!strings.Contains(r.Note, ", 0 reset before Ready;") && strings.Contains(r.Note, "probes refused 0")
 	},
 	// Exactly the 3 /slow and the /alloc in flight die with the OOM kill.
 	"stop/oom-kill": func(r lab.Result) bool {

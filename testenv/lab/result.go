@@ -46,6 +46,11 @@ type Result struct {
 	DrainwatchRefusedBeforeReady int `json:"drainwatch_refused_before_ready,omitempty"`
 	ClientRefusedAfterReady      int `json:"client_refused_after_ready,omitempty"`
 	DrainwatchRefusedAfterReady  int `json:"drainwatch_refused_after_ready,omitempty"`
+	// ClientResetAfterReady: the clients' connections the new pod reset
+	// instead of answering, sent after the Ready mark; drainwatch's is
+	// reset_after_ready.
+	ClientResetAfterReady     int `json:"client_reset_after_ready,omitempty"`
+	DrainwatchResetAfterReady int `json:"drainwatch_reset_after_ready,omitempty"`
 	// ClientBlackholed: the clients' connects to a replaced pod (or the
 	// router's dials) that failed without a refusal or a reset (a timeout,
 	// no route to host: its network was gone; BlackholedTo,
@@ -72,6 +77,7 @@ func (r Result) Agree() bool {
 		r.ProberProbeRefused == r.DrainwatchProbeRefused && r.ClientResetAtShutdown == r.DrainwatchResetAtShutdown &&
 		r.ProxyResetOnReuse == r.DrainwatchResetOnReuse &&
 		r.ClientRefusedBeforeReady == r.DrainwatchRefusedBeforeReady && r.ClientRefusedAfterReady == r.DrainwatchRefusedAfterReady &&
+		r.ClientResetAfterReady == r.DrainwatchResetAfterReady &&
 		r.ClientBlackholed == r.DrainwatchBlackholed
 }
 
@@ -90,7 +96,7 @@ func Table(rs []Result) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\trefused clients/drainwatch\tkilled clients/drainwatch\tkilled at exit clients/drainwatch\tprobe refused prober/drainwatch\t"+
-		"reset at shutdown clients/drainwatch\treset on reuse proxy/drainwatch\trefused before/after Ready clients/drainwatch\tblackholed clients/drainwatch\tagree\tdiagnosis")
+		"reset at shutdown clients/drainwatch\treset on reuse proxy/drainwatch\trefused before/after Ready clients/drainwatch\treset after Ready clients/drainwatch\tblackholed clients/drainwatch\tagree\tdiagnosis")
 	for _, r := range rs {
 		agree := "yes"
 		if !r.Agree() {
@@ -100,10 +106,11 @@ func Table(rs []Result) string {
 		if r.Error != "" {
 			diag = "error: " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d, %d / %d, %d\t%d / %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
+		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d, %d / %d, %d\t%d / %d\t%d / %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
 			r.ClientKilled, r.DrainwatchKilled, r.ClientKilledAtExit, r.DrainwatchKilledAtExit, r.ProberProbeRefused, r.DrainwatchProbeRefused,
 			r.ClientResetAtShutdown, r.DrainwatchResetAtShutdown, r.ProxyResetOnReuse, r.DrainwatchResetOnReuse,
 			r.ClientRefusedBeforeReady, r.ClientRefusedAfterReady, r.DrainwatchRefusedBeforeReady, r.DrainwatchRefusedAfterReady,
+			r.ClientResetAfterReady, r.DrainwatchResetAfterReady,
 			r.ClientBlackholed, r.DrainwatchBlackholed, agree, diag)
 	}
 	_ = tw.Flush()

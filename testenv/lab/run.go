@@ -50,6 +50,7 @@ func Scenarios() []Scenario {
 		{exitGoShutdownShort.name, exitGoShutdownShort.about, exitScenario(exitGoShutdownShort)},
 		{exitNodeTini.name, exitNodeTini.about, exitScenario(exitNodeTini)},
 		{"startup/ready-before-listening", "a new pod whose tcpSocket readiness probe targets a health port open at once, its traffic port 5 s after the start: clients straight at the pod", startupScenario},
+		{"startup/resets-after-ready", "a new pod Ready by the same probe while its server resets every request for 5.5 s after the start (a warm-up): clients straight at the pod, a request per connection", startupResetsScenario},
 	}
 }
 

@@ -1,9 +1,13 @@
 package lab
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -40,19 +44,41 @@ const (
 // ReadyBeforeListening is the startup scenario's Deployment (no Service:
 // only the scenario's clients reach the pod).
 func ReadyBeforeListening(ns string) *appsv1.Deployment {
+	return startupDeployment(ns, "--listen-after="+startupListen.String())
+}
+
+// startupResetFor is how long ResetsAfterReady's server resets every
+// request after its traffic port opens (at its start): past the probe's
+// first run, 3 s after the start, by about 2 s.
+const startupResetFor = 5500 * time.Millisecond
+
+// ResetsAfterReady is the second startup scenario's Deployment: the same
+// readiness probe on a health port open at once, and a traffic port that
+// listens at once too but reads each request and resets its connection
+// for the first 5.5 s (a warm-up that drops what comes in). The clients
+// send a request on each connection (StartupClients.Request).
+func ResetsAfterReady(ns string) *appsv1.Deployment {
+	return startupDeployment(ns, "--reset-for="+startupResetFor.String())
+}
+
+func startupDeployment(ns string, args ...string) *appsv1.Deployment {
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeNaive, 1,
-		fmt.Sprintf("--health-port=%d", StartupHealthPort), "--listen-after="+startupListen.String())
+		append([]string{fmt.Sprintf("--health-port=%d", StartupHealthPort)}, args...)...)
 	dep.Spec.Template.Spec.Containers[0].ReadinessProbe = &corev1.Probe{InitialDelaySeconds: startupProbeWait, PeriodSeconds: 1,
 		ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(StartupHealthPort)}}}
 	return dep
 }
 
 // Attempt is one client's connection attempt: when it was sent, when the
-// connect returned, and whether it was refused or accepted.
+// connect returned, and whether it was refused or accepted; with a request
+// (StartupClients.Request), whether the pod reset the connection instead
+// of answering, or answered.
 type Attempt struct {
 	Sent, Done time.Time
 	Refused    bool
 	Accepted   bool
+	Reset      bool `json:",omitempty"`
+	Served     bool `json:",omitempty"`
 }
 
 // StartupClients run the startup scenario's clients against Pod.
@@ -63,6 +89,9 @@ type StartupClients struct {
 	// DaemonReady returns the Ready mark of the pod's startup as the
 	// daemon has it so far (zero until it has one).
 	DaemonReady func(ctx context.Context) time.Time
+	// Request: each accepted connection sends GET /work and reads the
+	// answer; the clients stop once served, not once accepted.
+	Request bool
 
 	mu       sync.Mutex
 	paused   bool
@@ -110,8 +139,11 @@ func (s *StartupClients) client(ctx context.Context, addr string) []Attempt {
 		switch {
 		case err == nil:
 			a.Accepted = true
+			if s.Request {
+				a.Served, a.Reset = request(conn)
+			}
 			conn.Close()
-			if firstOK.IsZero() {
+			if firstOK.IsZero() && (a.Served || !s.Request) {
 				firstOK = a.Done
 			}
 		case errors.Is(err, syscall.ECONNREFUSED):
@@ -120,6 +152,20 @@ func (s *StartupClients) client(ctx context.Context, addr string) []Attempt {
 		out = append(out, a)
 	}
 	return out
+}
+
+// request sends GET /work on conn and reads the answer's first line: served
+// when it is a 200, reset when the pod reset the connection instead
+// (ECONNRESET on the write or the read, EPIPE on a write after it).
+func request(conn net.Conn) (served, reset bool) {
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	_, err := io.WriteString(conn, "GET /work HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n")
+	if err == nil {
+		var line string
+		line, err = bufio.NewReader(conn).ReadString('\n')
+		served = strings.HasPrefix(line, "HTTP/1.1 200 ")
+	}
+	return served, errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 func (s *StartupClients) isPaused() bool {
@@ -182,13 +228,17 @@ func podReady(p *corev1.Pod) bool {
 // StartupSplit is what the clients saw on each side of a Ready mark.
 type StartupSplit struct {
 	Attempts, RefusedBefore, RefusedAfter int
-	// First is the first accepted attempt (nil when none was).
+	// ResetBefore and ResetAfter are the accepted connections the pod
+	// reset instead of answering, sent before and after it.
+	ResetBefore, ResetAfter int
+	// First is the first attempt accepted after Ready (nil when none
+	// was): the daemon's first accept.
 	First *Attempt
 }
 
-// Split counts the clients' refusals sent before and after ready; it fails
-// when an attempt is within StartupMargin of it (the clients cannot tell
-// its side).
+// Split counts the clients' refusals and resets sent before and after
+// ready; it fails when an attempt is within StartupMargin of it (the
+// clients cannot tell its side).
 func (s *StartupClients) Split(ready time.Time) (StartupSplit, error) {
 	var out StartupSplit
 	for i := range s.Attempts {
@@ -199,12 +249,18 @@ func (s *StartupClients) Split(ready time.Time) (StartupSplit, error) {
 				return out, fmt.Errorf("an attempt sent %v from the daemon's Ready mark (paused %v to %v): the clients cannot tell its side",
 					d, s.PauseAt.Sub(ready), s.ResumeAt.Sub(ready))
 			}
+			before := a.Sent.Before(ready)
 			switch {
-			case a.Refused && a.Sent.Before(ready):
+			case a.Refused && before:
 				out.RefusedBefore++
 			case a.Refused:
 				out.RefusedAfter++
-			case a.Accepted && (out.First == nil || a.Sent.Before(out.First.Sent)):
+			case a.Reset && before:
+				out.ResetBefore++
+			case a.Reset:
+				out.ResetAfter++
+			}
+			if a.Accepted && !before && (out.First == nil || a.Sent.Before(out.First.Sent)) {
 				out.First = a
 			}
 		}

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/exporter"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
@@ -17,15 +19,34 @@ import (
 // clients are done 4 s after Ready.
 const labStartupWindow = 10 * time.Second
 
+// startupCase is one startup scenario: its Deployment, and whether its
+// clients send a request on each connection.
+type startupCase struct {
+	name, ns string
+	dep      func(ns string) *appsv1.Deployment
+	request  bool
+}
+
 // startupScenario: a new pod whose readiness probe passes before its
 // traffic port listens (ReadyBeforeListening); the clients' refusals sent
 // before and after the daemon's Ready mark against drainwatch's
 // refused_before_ready and refused_after_ready, from the daemon's
 // /api/v1/startups and from Prometheus.
 func startupScenario(ctx context.Context, l *Lab) ([]Result, error) {
-	const name = "startup/ready-before-listening"
-	ns := "lab-startup-ready-before-listening"
-	if err := l.Cluster.Apply(ctx, cluster.Namespace(ns), ReadyBeforeListening(ns)); err != nil {
+	return l.startup(ctx, startupCase{name: "startup/ready-before-listening", ns: "lab-startup-ready-before-listening", dep: ReadyBeforeListening})
+}
+
+// startupResetsScenario: a new pod whose readiness probe passes while its
+// server still resets every request (ResetsAfterReady); the clients'
+// connections reset after the daemon's Ready mark against drainwatch's
+// reset_after_ready.
+func startupResetsScenario(ctx context.Context, l *Lab) ([]Result, error) {
+	return l.startup(ctx, startupCase{name: "startup/resets-after-ready", ns: "lab-startup-resets-after-ready", dep: ResetsAfterReady, request: true})
+}
+
+func (l *Lab) startup(ctx context.Context, c startupCase) ([]Result, error) {
+	name, ns := c.name, c.ns
+	if err := l.Cluster.Apply(ctx, cluster.Namespace(ns), c.dep(ns)); err != nil {
 		return nil, errorf("deploying", err)
 	}
 	pod, err := WaitAddressed(ctx, l.Cluster.Client, ns, "web")
@@ -40,9 +61,13 @@ func startupScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	if _, err := waitStartup(ctx, d, uid, func(s correlate.Startup) bool { return s.NetnsBound }); err != nil {
 		return nil, errorf("waiting for the daemon to watch the pod", err)
 	}
-	l.progress.Step("%s: pod %s on %s: %d clients straight at %s", name, pod.Name, pod.Spec.NodeName, startupClients,
+	what := "connect"
+	if c.request {
+		what = "connect and GET /work"
+	}
+	l.progress.Step("%s: pod %s on %s: %d clients %s straight at %s", name, pod.Name, pod.Spec.NodeName, startupClients, what,
 		cluster.PodAddr(&pod, cluster.ServerPort))
-	clients := &StartupClients{Dial: l.Cluster.Dial, Client: l.Cluster.Client, Pod: pod,
+	clients := &StartupClients{Dial: l.Cluster.Dial, Client: l.Cluster.Client, Pod: pod, Request: c.request,
 		DaemonReady: func(ctx context.Context) time.Time { s, _ := startupOf(ctx, d, uid); return s.Marks.Ready }}
 	if err := clients.Run(ctx); err != nil {
 		return nil, errorf("clients", err)
@@ -65,13 +90,14 @@ func startupScenario(ctx context.Context, l *Lab) ([]Result, error) {
 func (l *Lab) startupResult(ctx context.Context, name, ns string, got correlate.Startup, seen StartupSplit) Result {
 	r := Result{Name: name, Namespace: ns, Source: "startups", Diagnoses: []string{},
 		ClientRefusedBeforeReady: seen.RefusedBefore, DrainwatchRefusedBeforeReady: got.Counts.RefusedBeforeReady,
-		ClientRefusedAfterReady: seen.RefusedAfter, DrainwatchRefusedAfterReady: got.Counts.RefusedAfterReady}
+		ClientRefusedAfterReady: seen.RefusedAfter, DrainwatchRefusedAfterReady: got.Counts.RefusedAfterReady,
+		ClientResetAfterReady: seen.ResetAfter, DrainwatchResetAfterReady: got.Counts.ResetAfterReady}
 	for _, d := range got.Diagnoses {
 		r.Diagnoses = append(r.Diagnoses, d.Code)
 	}
 	fa := got.Marks.FirstAccept
-	r.Note = fmt.Sprintf("%d attempts; ready_to_first_accept %s; reset after Ready %d, probes refused %d",
-		seen.Attempts, correlate.FormatSecondsMs(got.ReadyToFirstAccept), got.Counts.ResetAfterReady, got.Counts.ProbeRefused)
+	r.Note = fmt.Sprintf("%d attempts, %d reset before Ready; ready_to_first_accept %s; probes refused %d",
+		seen.Attempts, seen.ResetBefore, correlate.FormatSecondsMs(got.ReadyToFirstAccept), got.Counts.ProbeRefused)
 	const slack = 5 * time.Millisecond
 	switch {
 	case got.Partial:
@@ -89,11 +115,12 @@ func (l *Lab) startupResult(ctx context.Context, name, ns string, got correlate.
 // agree (30 s).
 func (l *Lab) startupProm(ctx context.Context, ns string, n correlate.StartupCounts) string {
 	sel := fmt.Sprintf(`{namespace=%q}`, ns)
-	want := [2]int{n.RefusedBeforeReady, n.RefusedAfterReady}
-	var prom [2]int
+	want := [3]int{n.RefusedBeforeReady, n.RefusedAfterReady, n.ResetAfterReady}
+	var prom [3]int
 	deadline := time.Now().Add(promAgreeTimeout)
 	for {
-		for i, m := range []string{"drainwatch_connections_refused_before_ready_total", "drainwatch_connections_refused_after_ready_total"} {
+		for i, m := range []string{"drainwatch_connections_refused_before_ready_total", "drainwatch_connections_refused_after_ready_total",
+			"drainwatch_connections_reset_after_ready_total"} {
 			s, err := l.Prom.Query(ctx, "sum("+m+sel+")")
 			if err != nil {
 				return "prometheus: " + err.Error()
@@ -104,7 +131,7 @@ func (l *Lab) startupProm(ctx context.Context, ns string, n correlate.StartupCou
 			return ""
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Sprintf("prometheus refused before/after Ready %v, the daemon's API %v", prom, want)
+			return fmt.Sprintf("prometheus refused before Ready, refused and reset after Ready %v, the daemon's API %v", prom, want)
 		}
 		time.Sleep(time.Second)
 	}

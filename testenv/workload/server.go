@@ -36,7 +36,9 @@
 // Routes: /work (WorkDuration, 20 ms), /slow?ms=N (default 2000; the
 // response is written after N ms), /ready (200, or 503 once draining),
 // /healthz (200, or 500 from UnhealthyAfter on), /alloc?mb=N (allocates,
-// touches and keeps N MiB: a leak on demand, for a memory limit's OOM kill). Every lifecycle event is logged to stderr as one JSON line
+// touches and keeps N MiB: a leak on demand, for a memory limit's OOM kill);
+// with ResetFor every request is answered by a reset for that long after
+// the traffic port opens. Every lifecycle event is logged to stderr as one JSON line
 // with an RFC 3339 nanosecond timestamp.
 //
 // Real third-party servers run as workloads too: Nginx, HAProxy and
@@ -99,6 +101,13 @@ type Config struct {
 	// serves (the startup side's ready_before_listening).
 	HealthAddr  string
 	ListenAfter time.Duration
+	// ResetFor: for this long after the traffic port opens, the server
+	// reads each request and resets its connection (SO_LINGER 0, then
+	// close) instead of answering, as a server still warming up (caches,
+	// dependencies) that drops what comes in; with a readiness probe on
+	// HealthAddr the pod is Ready meanwhile (the startup side's
+	// reset_after_ready).
+	ResetFor time.Duration
 }
 
 // Server is one workload server.
@@ -112,16 +121,46 @@ type Server struct {
 	started  time.Time
 	heldMu   sync.Mutex
 	held     [][]byte // /alloc's memory, kept until the process ends
+	// listening is when the traffic port opened (ResetFor counts from it).
+	listening atomic.Int64
 }
 
 // New returns a server; Run starts it.
 func New(cfg Config, log zerolog.Logger) *Server {
 	s := &Server{cfg: cfg, log: log, stopping: make(chan struct{}), started: time.Now()}
 	s.http = &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.IdleTimeout}
+	if cfg.ResetFor > 0 {
+		s.http.Handler = s.resetWhileWarming(s.http.Handler)
+	}
 	if cfg.Mode == ModeH2C {
 		s.http.Handler = s.h2c(s.http.Handler)
 	}
 	return s
+}
+
+// resetWhileWarming resets the connection of every request that arrives
+// within ResetFor of the traffic port's opening.
+func (s *Server) resetWhileWarming(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		since := time.Since(time.Unix(0, s.listening.Load()))
+		hj, ok := w.(http.Hijacker)
+		if since >= s.cfg.ResetFor || !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		c, _, err := hj.Hijack()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0) // close sends a RST
+		}
+		_ = c.Close()
+		if s.cfg.LogRequests {
+			s.log.Debug().Str("event", "reset").Str("path", r.URL.Path).Str("remote", r.RemoteAddr).Dur("since_listening", since).Msg("warming up: connection reset")
+		}
+	})
 }
 
 // Run listens, serves, and on a value from stop (SIGTERM) shuts down as the
@@ -135,7 +174,8 @@ func (s *Server) Run(ctx context.Context, stop <-chan os.Signal) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", s.cfg.Addr, err)
 	}
-	s.log.Info().Str("event", "listening").Str("addr", ln.Addr().String()).Str("mode", s.cfg.Mode).Msg("serving")
+	s.listening.Store(time.Now().UnixNano())
+	s.log.Info().Str("event", "listening").Str("addr", ln.Addr().String()).Str("mode", s.cfg.Mode).Dur("reset_for", s.cfg.ResetFor).Msg("serving")
 	if s.cfg.IgnoreStop {
 		stop = nil // a nil channel never delivers: only SIGKILL (or ctx) ends the server
 	}

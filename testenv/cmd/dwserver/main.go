@@ -35,6 +35,7 @@ func main() {
 	flag.DurationVar(&cfg.UnhealthyAfter, "unhealthy-after", 0, "answer /healthz with 500 this long after starting (0: never): a liveness probe restarts the server")
 	healthPort := flag.Int("health-port", 0, "a port that listens at once and accepts (and closes) connections, for a tcpSocket readiness probe (0: none)")
 	flag.DurationVar(&cfg.ListenAfter, "listen-after", 0, "listen on the traffic port this long after starting")
+	flag.DurationVar(&cfg.ResetFor, "reset-for", 0, "for this long after the traffic port opens, reset the connection of every request instead of answering (a warm-up)")
 	flag.Parse()
 	if *healthPort != 0 {
 		cfg.HealthAddr = ":" + strconv.Itoa(*healthPort)

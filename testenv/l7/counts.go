@@ -42,9 +42,37 @@ type Backend struct {
 	// Reset is the part of Aborted nginx reports as a reset (ECONNRESET);
 	// haproxy's log does not tell a reset from a close.
 	Reset int
-	// Refused counts connects that failed (haproxy SC; nginx "connect()
-	// failed (111: Connection refused)").
+	// Refused counts connects answered with a RST (nginx "(111: Connection
+	// refused)"; haproxy SC, which an ICMP unreachable ends in too: see
+	// Kind.SeparatesUnreachable).
 	Refused int
+	// Blackholed counts connects that got no answer or an ICMP unreachable,
+	// the network of the server gone (nginx "(113: No route to host)",
+	// "(101: Network is unreachable)", "(110: Connection timed out)" while
+	// connecting; haproxy sC, its connect timeout).
+	Blackholed int
+}
+
+// SeparatesUnreachable reports whether the proxy's log tells a connect
+// refused (a RST) from one an ICMP unreachable ended: nginx logs the errno,
+// haproxy logs both SC (see haproxylog.go). Where it cannot, only the sum
+// of Refused and Blackholed is a count of the proxy's own.
+func (k Kind) SeparatesUnreachable() bool { return k == Nginx }
+
+// Sum adds up the records of the backends addrs ("ip:port").
+func (c Counts) Sum(addrs ...string) Backend {
+	var s Backend
+	for _, a := range addrs {
+		b := c.Backends[a]
+		s.Attempts += b.Attempts
+		s.BadGateway += b.BadGateway
+		s.Unavailable += b.Unavailable
+		s.Aborted += b.Aborted
+		s.Reset += b.Reset
+		s.Refused += b.Refused
+		s.Blackholed += b.Blackholed
+	}
+	return s
 }
 
 // BadGateway sums Backend.BadGateway over all backends.

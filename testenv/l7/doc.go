@@ -2,7 +2,8 @@
 // Service of testenv's cluster, the way users run them: keep-alive pools to
 // the pods, a backend list that follows the Service's EndpointSlices (an
 // updater like an ingress controller's), and the proxies' own logs parsed as
-// ground truth (502/503 per backend, upstream resets, refused connects).
+// ground truth (502/503 per backend, upstream resets, refused and
+// blackholed connects).
 //
 // The proxy runs inside a network namespace our code created (the cluster's
 // fabric, where clients and routers live), listens on that namespace's

@@ -38,8 +38,15 @@ func parseHAProxyLine(line string) (l haproxyLine, ok bool, err error) {
 
 // count adds the line to c. The first two characters of the termination
 // state say who ended the session and in which phase: S (server) with H
-// (waiting for headers) or D (data) is an upstream abort, SC a failed
-// connect.
+// (waiting for headers) or D (data) is an upstream abort; SC a connect the
+// server "or an equipment between it and haproxy explicitly refused" (its
+// docs): a RST or an ICMP unreachable alike, counted Refused; sC a connect
+// timeout, counted Blackholed. Debian's haproxy 2.6 logs a connect refused
+// and one a router's ICMP host unreachable ended the same ("503 SC--", and
+// %[bc_err] is empty for both), so its Refused holds connects to a gone
+// network too (Kind.SeparatesUnreachable). A line is a request, not a
+// connect: with retries (%rc) a request's earlier failed connects are not
+// counted.
 func (l haproxyLine) count(c *Counts) {
 	c.Requests++
 	c.Status[l.status]++
@@ -59,6 +66,8 @@ func (l haproxyLine) count(c *Counts) {
 			b.Aborted++
 		case strings.HasPrefix(l.term, "SC"):
 			b.Refused++
+		case strings.HasPrefix(l.term, "sC"):
+			b.Blackholed++
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	"github.com/drainwatch/drainwatch/exporter"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
 	"github.com/drainwatch/drainwatch/testenv/l7"
 	"github.com/drainwatch/drainwatch/testenv/promtest"
@@ -57,7 +58,8 @@ func l7Scenario(c l7Case) func(context.Context, *Lab) ([]Result, error) {
 // after 2 rounds of l7.Alternate. The proxy's logged upstream aborts are
 // the ground truth of drainwatch's resets on reused connections: those of
 // the old pods' terminations plus the workload's outside terminations
-// (from Prometheus).
+// (from Prometheus); its failed connects to the old pods that of their
+// refusals and blackholed connections (l7Connects).
 func (l *Lab) l7Rollout(ctx context.Context, c l7Case) (Result, error) {
 	idle := l7ServerIdle
 	if c.fixed {
@@ -136,11 +138,50 @@ func (l *Lab) l7Result(ctx context.Context, c l7Case, old []corev1.Pod, seen l7.
 	}
 	text := l.timelineCLI(ctx, c.ns, vs)
 	l.record(c.name, c.ns, vs, text, map[string]any{"client": seen, "proxy": logged})
-	return Result{Name: c.name, Namespace: c.ns, Source: "api+prometheus", Diagnoses: diagnosisCodes(vs...),
+	r := Result{Name: c.name, Namespace: c.ns, Source: "api+prometheus", Diagnoses: diagnosisCodes(vs...),
 		ProxyResetOnReuse: logged.Aborted(), DrainwatchResetOnReuse: inTerms + steady,
 		Note: fmt.Sprintf("through %s: client %v, %d transport errors; proxy log %d requests, %d × 502, %d upstream aborts, %d no live upstreams; drainwatch %d in terminations, %d outside",
 			c.kind, seen.Status, len(seen.Errs), logged.Requests, logged.Status[http.StatusBadGateway], logged.Aborted(), logged.NoLiveUpstreams, inTerms, steady),
-	}, nil
+	}
+	l7Connects(&r, c.kind, old, vs, logged)
+	return r, nil
+}
+
+// l7Connects sets the row's refused and blackholed pairs: the connects the
+// proxy logged as failed to the old pods' addresses against the refusals
+// after the stop signal and the blackholed connections of their
+// terminations.
+//
+// Only the old pods' addresses: drainwatch counts refusals and blackholed
+// connects per termination, and only the old pods terminate here. The
+// proxy dials a new pod once it is Ready; a refusal there (a pod Ready
+// before it listens) is that pod's startup refused_before_ready or
+// refused_after_ready, in no termination. testenv's nodes hand out pod
+// addresses round-robin, so no new pod has an old pod's address. An old
+// pod listens from Ready until its stop signal (no preStop): the proxy's
+// refusals to it fall after the stop signal, and those drainwatch counts
+// before it are in the note.
+//
+// haproxy logs a connect a RST refused and one an ICMP unreachable ended
+// alike (SC; l7.Kind.SeparatesUnreachable): its refused column compares
+// the sum of its failed connects (SC and sC) with drainwatch's refused and
+// blackholed, and its blackholed pair stays 0 = 0.
+func l7Connects(r *Result, kind l7.Kind, old []corev1.Pod, vs []exporter.TerminationView, logged l7.Counts) {
+	addrs := make([]string, len(old))
+	for i := range old {
+		addrs[i] = cluster.PodAddr(&old[i], cluster.ServerPort)
+	}
+	proxy, dw := logged.Sum(addrs...), sumCounts(vs...)
+	inLog := fmt.Sprintf("%d refused, %d blackholed", proxy.Refused, proxy.Blackholed)
+	if kind.SeparatesUnreachable() {
+		r.ClientRefused, r.DrainwatchRefused = proxy.Refused, dw.RefusedAfterSigterm
+		r.ClientBlackholed, r.DrainwatchBlackholed = proxy.Blackholed, dw.ConnectionsBlackholed
+	} else {
+		r.ClientRefused, r.DrainwatchRefused = proxy.Refused+proxy.Blackholed, dw.RefusedAfterSigterm+dw.ConnectionsBlackholed
+		inLog = fmt.Sprintf("%d SC (refused or ICMP unreachable), %d sC (connect timeout): refused compares the sums", proxy.Refused, proxy.Blackholed)
+	}
+	r.Note += fmt.Sprintf("; connects to the old pods: proxy log %s; drainwatch %d refused after the stop signal (%d before), %d blackholed",
+		inLog, dw.RefusedAfterSigterm, dw.RefusedBeforeSigterm, dw.ConnectionsBlackholed)
 }
 
 // steadyReuse reads the workload's resets on reused connections outside

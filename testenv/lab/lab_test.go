@@ -48,8 +48,17 @@ var expectations = map[string]func(lab.Result) bool{
 	"rollout/revision-1 (no preStop)": func(r lab.Result) bool {
 		return r.ClientRefused+r.ClientBlackholed > 0 && r.ClientKilled == 0
 	},
-	"rollout/revision-2 (preStop sleep 2s)": func(r lab.Result) bool {
-		return r.ClientRefused == 0 && r.ClientBlackholed == 0 && r.ClientKilled == 0
+	// The closed loop: revision 2 has no preStop either (the patch advise
+	// printed from revision 1 replaces it, kubectl applies it as a user
+	// would), revision 3 sleeps what advise said and loses nothing, and
+	// advise then has nothing to change.
+	"rollout/revision-2 (no preStop, replaced by advise's patch)": func(r lab.Result) bool {
+		return r.ClientRefused+r.ClientBlackholed > 0 && r.ClientKilled == 0 &&
+			strings.Contains(r.Note, `; advise -o patch, applied: {"spec":{"template":{"spec":{"containers":[{"lifecycle":{"preStop":{"exec":null,"sleep":{"seconds":`)
+	},
+	"rollout/revision-3 (the advised preStop)": func(r lab.Result) bool {
+		return r.ClientRefused == 0 && r.ClientBlackholed == 0 && r.ClientKilled == 0 &&
+			strings.HasSuffix(r.Note, "; advise -o patch once it was replaced: {}")
 	},
 	// Exactly the 3 /slow requests in flight are cut by the SIGKILL; /work
 	// is kept clear of it; the 10 /work sent once the container is gone

@@ -2,11 +2,13 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/drainwatch/drainwatch/testenv/client"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
@@ -28,13 +30,21 @@ type rolloutRun struct {
 	hashes []string // pod-template-hash of the replaced revisions, in order
 	conns  []router.Conn
 	reqs   []client.Request
+	// advice is the patch `drainwatch advise -o patch` printed after the
+	// first rollout and kubectl applied; adviceAfter what it printed once
+	// the pods with that advice had been replaced too.
+	advice, adviceAfter string
 }
 
 // rolloutScenario: a 4-replica naive Deployment behind a router that
-// follows EndpointSlices 1 s late, under constant load. Revision 1 → 2
-// adds preStop sleep 2 s to the template (the revision-1 pods replaced have
-// none); revision 2 → 3 restarts it (the revision-2 pods have the sleep).
-// Reported per revision of the replaced pods, from Prometheus.
+// follows EndpointSlices 1 s late, under constant load, and the closed
+// loop of `drainwatch advise` (issue 25): revision 1 → 2 is a rollout
+// restart (the revision-1 pods replaced have no preStop); revision 2 → 3
+// is the patch `drainwatch advise -o patch` prints from revision 1's
+// terminations, applied with the real kubectl (the revision-2 pods
+// replaced have no preStop either); revision 3 → 4 restarts it (the
+// revision-3 pods sleep what advise said), and advise then has nothing to
+// change. Reported per revision of the replaced pods, from Prometheus.
 func rolloutScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	run, err := l.rollout(ctx)
 	if err != nil {
@@ -75,16 +85,18 @@ func (l *Lab) rollout(ctx context.Context) (*rolloutRun, error) {
 	return run, err
 }
 
-// rolloutSteps rolls revision 1 → 2 (adds the preStop sleep) and 2 → 3
-// (restart), each until the replaced pods are gone, then keeps the load on
-// for a moment.
+// rolloutSteps rolls revision 1 → 2 (restart), 2 → 3 (advise's patch) and
+// 3 → 4 (restart), each until the replaced pods are gone, keeping the load
+// on for a moment after each; then asks advise again.
 func (l *Lab) rolloutSteps(ctx context.Context, dep *appsv1.Deployment, run *rolloutRun) error {
 	steps := []struct {
 		what   string
-		change func(*appsv1.Deployment)
+		change func(context.Context) error
 	}{
-		{"revision 1 → 2: the template gains preStop sleep 2 s (the revision-1 pods it replaces have none)", addPreStopSleep},
-		{"revision 2 → 3: rollout restart (the revision-2 pods it replaces sleep 2 s in preStop)", restartTemplate},
+		{"revision 1 → 2: kubectl rollout restart (the revision-1 pods it replaces have no preStop)", l.rolloutRestart},
+		{"revision 2 → 3: drainwatch advise -o patch from revision 1's terminations, applied with kubectl patch (the revision-2 pods it replaces have no preStop)",
+			func(ctx context.Context) error { return l.applyAdvice(ctx, run) }},
+		{"revision 3 → 4: kubectl rollout restart (the revision-3 pods it replaces sleep what advise said)", l.rolloutRestart},
 	}
 	for _, s := range steps {
 		hash, err := l.currentHash(ctx)
@@ -92,8 +104,7 @@ func (l *Lab) rolloutSteps(ctx context.Context, dep *appsv1.Deployment, run *rol
 			return err
 		}
 		l.progress.Step("rollout: %s", s.what)
-		s.change(dep)
-		if err := l.Cluster.Apply(ctx, dep.DeepCopy()); err != nil {
+		if err := s.change(ctx); err != nil {
 			return err
 		}
 		if _, err := l.waitRolledOut(ctx, rolloutNS, dep.Name); err != nil {
@@ -108,20 +119,69 @@ func (l *Lab) rolloutSteps(ctx context.Context, dep *appsv1.Deployment, run *rol
 		l.progress.Step("rollout: rolled out, the %d replaced pods are gone", len(run.pods.withHash(hash)))
 		time.Sleep(between)
 	}
-	return nil
-}
-
-func addPreStopSleep(d *appsv1.Deployment) {
-	d.Spec.Template.Spec.Containers[0].Lifecycle = &corev1.Lifecycle{
-		PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 2}}}
-}
-
-// restartTemplate is what `kubectl rollout restart` does.
-func restartTemplate(d *appsv1.Deployment) {
-	if d.Spec.Template.Annotations == nil {
-		d.Spec.Template.Annotations = map[string]string{}
+	if err := l.waitReplaced(ctx, run, run.hashes[len(run.hashes)-1]); err != nil {
+		return err
 	}
-	d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] = time.Now().Format(time.RFC3339)
+	after, err := l.advise(ctx, "-o", "patch")
+	run.adviceAfter = strings.TrimSpace(after)
+	l.progress.Step("rollout: drainwatch advise -o patch once the advised pods were replaced too: %s", run.adviceAfter)
+	return err
+}
+
+func (l *Lab) rolloutRestart(ctx context.Context) error {
+	_, err := l.Cluster.Kubectl(ctx, "-n", rolloutNS, "rollout", "restart", "deployment/web")
+	return err
+}
+
+// applyAdvice waits for the terminations of the revision replaced last to
+// be complete, then applies what `drainwatch advise -o patch` prints for
+// the Deployment with kubectl patch, as a user would.
+func (l *Lab) applyAdvice(ctx context.Context, run *rolloutRun) error {
+	if err := l.waitReplaced(ctx, run, run.hashes[len(run.hashes)-1]); err != nil {
+		return err
+	}
+	text, err := l.advise(ctx)
+	if err != nil {
+		return err
+	}
+	l.progress.Block(text)
+	patch, err := l.advise(ctx, "-o", "patch")
+	if err != nil {
+		return err
+	}
+	run.advice = strings.TrimSpace(patch)
+	if run.advice == "" || run.advice == "{}" {
+		return fmt.Errorf("drainwatch advise -o patch advised no change after a rollout that lost traffic: %q", run.advice)
+	}
+	out, err := l.Cluster.Kubectl(ctx, "patch", "-n", rolloutNS, "deployment/web", "-p", run.advice)
+	l.progress.Step("rollout: kubectl patch -n %s deployment/web -p '%s': %s", rolloutNS, run.advice, strings.TrimSpace(string(out)))
+	return err
+}
+
+// waitReplaced waits for the terminations of the pods of hash to be
+// complete.
+func (l *Lab) waitReplaced(ctx context.Context, run *rolloutRun, hash string) error {
+	var uids []string
+	for _, p := range run.pods.withHash(hash) {
+		uids = append(uids, p.UID)
+	}
+	_, err := l.WaitComplete(ctx, rolloutNS, uids...)
+	return err
+}
+
+// advise runs `drainwatch advise -n lab-rollout deploy/web` against the
+// daemons, as a user does.
+func (l *Lab) advise(ctx context.Context, args ...string) (string, error) {
+	args = append([]string{"advise", "-n", rolloutNS, "deploy/web", "--kubeconfig=" + l.Cluster.Kubeconfig}, args...)
+	out, err := exec.CommandContext(ctx, l.cfg.Drainwatch, append(args, l.daemonArgs()...)...).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, ee.Stderr)
+		}
+		return "", fmt.Errorf("drainwatch %s: %w", strings.Join(args, " "), err)
+	}
+	return string(out), nil
 }
 
 // currentHash is the pod-template-hash of the Deployment's ready pods.

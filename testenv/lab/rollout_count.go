@@ -17,7 +17,7 @@ import (
 )
 
 // revisionLabels name the replaced revisions in the table.
-var revisionLabels = []string{"no preStop", "preStop sleep 2s"}
+var revisionLabels = []string{"no preStop", "no preStop, replaced by advise's patch", "the advised preStop"}
 
 // countRollout compares, per revision of the replaced pods, what the
 // router met (it is the pods' client) and the kubelet prober saw with
@@ -237,6 +237,12 @@ func revisionResult(i int, rev string, c revCount, prom promTotals, vs []exporte
 		ClientBlackholed: c.blackholed, DrainwatchBlackholed: prom.blackholed, Diagnoses: diagnosisCodes(mine...),
 		Note: fmt.Sprintf("%d pods; api %s; whole run: clients %s, router %s", len(mine),
 			api, client.Summarize(run.reqs), routerSummary(run.conns))}
+	switch i {
+	case 1:
+		r.Note += "; advise -o patch, applied: " + run.advice
+	case 2:
+		r.Note += "; advise -o patch once it was replaced: " + run.adviceAfter
+	}
 	if api != prom {
 		r.Error = fmt.Sprintf("prometheus %s differs from the daemons' API %s", prom, api)
 	}

@@ -102,21 +102,27 @@ func sumCounts(vs ...exporter.TerminationView) correlate.Counts {
 	return c
 }
 
-// timelineCLI runs `drainwatch timeline --url <each daemon> --namespace ns`,
-// what a user runs; if the binary fails, the exporter's text of vs stands in
-// with the error.
-func (l *Lab) timelineCLI(ctx context.Context, ns string, vs []exporter.TerminationView) string {
-	args := []string{"timeline", "--namespace=" + ns}
+// daemonArgs are the CLI's flags that reach every daemon: --url each, and
+// as the README says a user reaches daemons installed with the shipped
+// values, their CA, the certificate's name, a token bound to the
+// drainwatch audience.
+func (l *Lab) daemonArgs() []string {
+	var args []string
 	for _, d := range l.Daemons {
 		args = append(args, "--url="+d.URL)
 	}
 	if l.Shipped != nil {
-		// As the README says a user reaches daemons installed with the
-		// shipped values: their CA, the certificate's name, a token bound
-		// to the drainwatch audience.
 		args = append(args, "--certificate-authority="+l.Shipped.CAFile, "--tls-server-name="+l.Shipped.ServerName,
 			"--token="+l.readerToken)
 	}
+	return args
+}
+
+// timelineCLI runs `drainwatch timeline --url <each daemon> --namespace ns`,
+// what a user runs; if the binary fails, the exporter's text of vs stands in
+// with the error.
+func (l *Lab) timelineCLI(ctx context.Context, ns string, vs []exporter.TerminationView) string {
+	args := append([]string{"timeline", "--namespace=" + ns}, l.daemonArgs()...)
 	out, err := exec.CommandContext(ctx, l.cfg.Drainwatch, args...).Output()
 	if err != nil {
 		return fmt.Sprintf("(drainwatch timeline failed: %v; the exporter's text instead)\n%s", err, timelineText(vs))

@@ -38,8 +38,8 @@
 // /healthz (200, or 500 from UnhealthyAfter on), /alloc?mb=N (allocates,
 // touches and keeps N MiB: a leak on demand, for a memory limit's OOM kill);
 // with ResetFor every request is answered by a reset for that long after
-// the traffic port opens. Every lifecycle event is logged to stderr as one JSON line
-// with an RFC 3339 nanosecond timestamp.
+// the traffic port opens. Every lifecycle event is logged to stderr as one
+// JSON line with an RFC 3339 nanosecond timestamp.
 //
 // Real third-party servers run as workloads too: Nginx, HAProxy and
 // PythonHTTP write their config into a directory and return the argv of

@@ -51,7 +51,7 @@ var expectations = map[string]func(lab.Result) bool{
 	// The closed loop: revision 2 has no preStop either (the patch advise
 	// printed from revision 1 replaces it, kubectl applies it as a user
 	// would), revision 3 sleeps what advise said and loses nothing, and
-	// advise then has nothing to change.
+	// advise, asked about revision 3's terminations, has nothing to change.
 	"rollout/revision-2 (no preStop, replaced by advise's patch)": func(r lab.Result) bool {
 		return r.ClientRefused+r.ClientBlackholed > 0 && r.ClientKilled == 0 &&
 			strings.Contains(r.Note, `; advise -o patch, applied: {"spec":{"template":{"spec":{"containers":[{"lifecycle":{"preStop":{"exec":null,"sleep":{"seconds":`)

@@ -19,7 +19,10 @@ import (
 const (
 	rolloutNS       = "lab-rollout"
 	rolloutReplicas = 4
-	routerDelay     = time.Second
+	// routerDelay is half-way between whole seconds: advise rounds the
+	// routing lag (about this) plus its margin up to whole seconds, and a
+	// lag this far from a boundary lands the same from rollout to rollout.
+	routerDelay = 1500 * time.Millisecond
 	// between is the steady load before, between and after the rollouts.
 	between = 2 * time.Second
 )
@@ -31,20 +34,22 @@ type rolloutRun struct {
 	conns  []router.Conn
 	reqs   []client.Request
 	// advice is the patch `drainwatch advise -o patch` printed after the
-	// first rollout and kubectl applied; adviceAfter what it printed once
-	// the pods with that advice had been replaced too.
+	// first rollout and kubectl applied; adviceAfter what it printed from
+	// the terminations of the pods with that advice (those after
+	// advisedFrom), once they had been replaced too.
 	advice, adviceAfter string
+	advisedFrom         time.Time
 }
 
 // rolloutScenario: a 4-replica naive Deployment behind a router that
-// follows EndpointSlices 1 s late, under constant load, and the closed
+// follows EndpointSlices 1.5 s late, under constant load, and the closed
 // loop of `drainwatch advise` (issue 25): revision 1 → 2 is a rollout
 // restart (the revision-1 pods replaced have no preStop); revision 2 → 3
 // is the patch `drainwatch advise -o patch` prints from revision 1's
 // terminations, applied with the real kubectl (the revision-2 pods
 // replaced have no preStop either); revision 3 → 4 restarts it (the
-// revision-3 pods sleep what advise said), and advise then has nothing to
-// change. Reported per revision of the replaced pods, from Prometheus.
+// revision-3 pods sleep what advise said), and advise, asked about their
+// terminations, then has nothing to change. Reported per revision of the replaced pods, from Prometheus.
 func rolloutScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	run, err := l.rollout(ctx)
 	if err != nil {
@@ -96,7 +101,14 @@ func (l *Lab) rolloutSteps(ctx context.Context, dep *appsv1.Deployment, run *rol
 		{"revision 1 → 2: kubectl rollout restart (the revision-1 pods it replaces have no preStop)", l.rolloutRestart},
 		{"revision 2 → 3: drainwatch advise -o patch from revision 1's terminations, applied with kubectl patch (the revision-2 pods it replaces have no preStop)",
 			func(ctx context.Context) error { return l.applyAdvice(ctx, run) }},
-		{"revision 3 → 4: kubectl rollout restart (the revision-3 pods it replaces sleep what advise said)", l.rolloutRestart},
+		{"revision 3 → 4: kubectl rollout restart (the revision-3 pods it replaces sleep what advise said)", func(ctx context.Context) error {
+			// advisedFrom is after every mark of the terminations before.
+			if err := l.waitReplaced(ctx, run, run.hashes[len(run.hashes)-1]); err != nil {
+				return err
+			}
+			run.advisedFrom = time.Now()
+			return l.rolloutRestart(ctx)
+		}},
 	}
 	for _, s := range steps {
 		hash, err := l.currentHash(ctx)
@@ -122,9 +134,10 @@ func (l *Lab) rolloutSteps(ctx context.Context, dep *appsv1.Deployment, run *rol
 	if err := l.waitReplaced(ctx, run, run.hashes[len(run.hashes)-1]); err != nil {
 		return err
 	}
-	after, err := l.advise(ctx, "-o", "patch")
+	since := "--since=" + run.advisedFrom.UTC().Format(time.RFC3339Nano)
+	after, err := l.advise(ctx, "-o", "patch", since)
 	run.adviceAfter = strings.TrimSpace(after)
-	l.progress.Step("rollout: drainwatch advise -o patch once the advised pods were replaced too: %s", run.adviceAfter)
+	l.progress.Step("rollout: drainwatch advise -o patch %s (the advised pods' terminations): %s", since, run.adviceAfter)
 	return err
 }
 

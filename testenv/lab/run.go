@@ -32,7 +32,7 @@ func Scenarios() []Scenario {
 		{"seeds/naive", "the seeds' naive server: the listener closes at SIGTERM while traffic still comes", seedsScenario(seedsNaive)},
 		{"seeds/protocol-1.5s", "the protocol: /ready 503 at SIGTERM, still serving 1.5 s, then drain", seedsScenario(seedsProtocol)},
 		{"seeds/protocol-0s", "the protocol without its delay: right order, no window, same refusals", seedsScenario(seedsProtocolNoDelay)},
-		{"rollout", "a rolling update behind a router 1 s late, before and after preStop sleep 2 s", rolloutScenario},
+		{"rollout", "a rolling update behind a router 1.5 s late without preStop, then the patch drainwatch advise prints applied with kubectl, and the next rollout", rolloutScenario},
 		{"ignore-term", "a shell as PID 1 ignores SIGTERM: SIGKILL cuts the requests in flight", ignoreTermScenario},
 		{"prestop-fails", "a preStop exec of a missing binary: FailedPreStopHook, then SIGTERM at once", prestopFailsScenario},
 		{"nginx-sigquit", "Debian's nginx, its image's STOPSIGNAL SIGQUIT, none in the API, probes on: the seeds straight at the pod", nginxScenario},

@@ -2,9 +2,12 @@ package correlate
 
 import (
 	"slices"
-	"sort"
 	"time"
 )
+
+// What the daemon could not see, and the partial reasons that say so:
+// gaps in the kernel's stream, host-network pods, API-side marks that
+// changed unwatched.
 
 // Partial reasons the correlator gives itself; KernelGap reasons are the
 // caller's (e.g. "events_lost", "probe_unavailable", "daemon_down").
@@ -18,7 +21,6 @@ const (
 	PartialEarlyOverflow = "early_events_overflow"
 	PartialAPIBlind      = "api_unreachable" // an API-side mark changed unwatched
 	maxGaps              = 64
-	minStopGrace         = 2 * time.Second // the kubelet's floor for the stop budget
 )
 
 // HostNetwork marks a pod that runs in the node's network namespace: its
@@ -81,120 +83,20 @@ func evictable(gaps []kernelGap) int {
 // open says whether the gap has no end yet (zero to).
 func (g kernelGap) open() bool { return g.To.IsZero() }
 
-// Tick completes the terminations whose pod is gone, or whose container
-// runs again, and whose kernel tail has elapsed at now, returns them (oldest first, each once: the caller
-// keeps them), and forgets the completed pods Retention no longer keeps.
-func (c *Correlator) Tick(now time.Time) []Termination {
-	var out []Termination
-	for uid, p := range c.pods {
-		t := p.Term
-		switch {
-		case t == nil:
-		case c.unconfirmed(t):
-			// A stop signal that stopped nothing. Judged by the pod watch,
-			// not now: a deletion seen in time may still wait in the
-			// loop's queue, and dropping its termination would lose the
-			// exit and the listener's close it took in.
-			p.Term = nil
-		case !t.Restarted.IsZero() && goneBy(t).IsZero() && !now.Before(t.Restarted.Add(c.cfg.KernelTail)):
-			// The container runs again; its tail has been waited for.
-			c.endContainer(p, t.Restarted)
-		case !goneBy(t).IsZero() && !now.Before(c.deadline(p)):
-			if t, ran := c.complete(uid, p, now); ran {
-				out = append(out, t)
-			}
-		}
+// markAPIBlind makes t partial with api_unreachable while a mark the API
+// side alone could give is unknown because the API side was not watched
+// when it changed, and takes the reason back once the kernel set it.
+func markAPIBlind(t *termState) {
+	m := t.T.Marks
+	blind := (t.EndpointsBlind && m.EndpointsNotReady.IsZero()) || (!t.GoneBy.IsZero() && m.PodGone.IsZero())
+	has := slices.Contains(t.T.PartialReasons, PartialAPIBlind)
+	switch {
+	case blind && !has:
+		addPartial(&t.T, PartialAPIBlind)
+	case !blind && has:
+		t.T.PartialReasons = slices.DeleteFunc(slices.Clone(t.T.PartialReasons), func(r string) bool { return r == PartialAPIBlind })
+		t.T.Partial = len(t.T.PartialReasons) > 0
 	}
-	out, c.ended = append(out, c.ended...), nil
-	c.expire(now)
-	sort.Slice(out, func(i, j int) bool { return out[i].Start().Before(out[j].Start()) })
-	return out
-}
-
-// deadline is when a gone pod's termination is complete: KernelTail after
-// pod_gone, and while an init's exit has not been seen, no earlier than the
-// last moment the runtime can still SIGKILL it (grace, with the kubelet's
-// 2 s floor, plus KernelTail).
-func (c *Correlator) deadline(p *podState) time.Time {
-	t := p.Term
-	d := goneBy(t).Add(c.cfg.KernelTail)
-	if c.cfg.Blackholes && !p.HostNet {
-		d = later(d, blackholeEnd(t, c.cfg))
-	}
-	if allExited(p) {
-		return d
-	}
-	grace := max(t.T.GracePeriod, minStopGrace)
-	return later(d, deletionStart(t).Add(grace+minStopGrace+c.cfg.KernelTail))
-}
-
-// allExited says whether every container's init has exited. Without
-// cgroup bindings only a single-container pod can be judged.
-func allExited(p *podState) bool {
-	t := p.Term
-	if len(p.Cgroups) == 0 {
-		return t.SawInitExit && len(p.Pod.Containers) <= 1
-	}
-	for name := range p.Cgroups {
-		if !t.InitExited[name] {
-			return false
-		}
-	}
-	return true
-}
-
-// complete ends p's termination and remembers only when, to ignore
-// replays. A pod that never ran (deleted while pending, or long finished)
-// has no termination to report (ran is false).
-func (c *Correlator) complete(uid string, p *podState, now time.Time) (t Termination, ran bool) {
-	t = c.evaluate(p, true)
-	t.Complete = true
-	c.closeStartup(p)
-	c.idx.forget(p)
-	delete(c.pods, uid)
-	c.done[uid] = now
-	return t, p.Term.Ran
-}
-
-func (c *Correlator) expire(now time.Time) {
-	horizon := now.Add(-c.cfg.Retention)
-	for uid, at := range c.done {
-		if at.Before(horizon) {
-			delete(c.done, uid)
-		}
-	}
-	c.gaps = slices.DeleteFunc(c.gaps, func(g kernelGap) bool { return !g.open() && g.To.Before(horizon) })
-}
-
-// evaluate returns the record of p's termination with partial reasons,
-// diagnoses and outcome.
-func (c *Correlator) evaluate(p *podState, final bool) Termination {
-	ts := p.Term
-	t := ts.T
-	t.Connections = slices.Clone(t.Connections)
-	t.PartialReasons = slices.Clone(t.PartialReasons)
-	// Refusals with no stop signal ever seen: when the kernel view may have
-	// missed it, the headline count must not lose them; when it cannot have,
-	// the server stopped listening by itself (a preStop, a crash) before
-	// any stop signal.
-	if c.markPartial(p, &t, final) {
-		t.Counts.RefusedAfterSigterm += ts.Unclassified
-	} else {
-		t.Counts.RefusedBeforeSigterm += ts.Unclassified
-	}
-	t.RoutingSources = c.routingSources(ts)
-	if ts.Peers != nil && ts.Peers.Overflow {
-		// The same bound as the accept log's: the sources of some
-		// connections before the mark was known are missing.
-		addPartial(&t, PartialAcceptHistory)
-	}
-	if !podStops(p) {
-		t.Container = stoppedContainer(ts, p.Pod)
-	}
-	t.Death = deathOf(ts, c.cfg)
-	t.Diagnoses = diagnose(t, ts.PrestopMessage, c.cfg)
-	t.Outcome = outcomeOf(t)
-	return t
 }
 
 // markPartial adds the reasons the kernel view of t is incomplete and
@@ -234,15 +136,6 @@ func (c *Correlator) markPartial(p *podState, t *Termination, final bool) (blind
 		addPartial(t, PartialNoExit)
 	}
 	return blind
-}
-
-// end is the last moment a kernel event can still belong to p's
-// termination (zero while the pod is not gone: open-ended).
-func (c *Correlator) end(p *podState) time.Time {
-	if goneBy(p.Term).IsZero() {
-		return time.Time{}
-	}
-	return c.deadline(p)
 }
 
 // overlaps says whether g overlaps [from, to]; a zero to is open-ended

@@ -1,10 +1,79 @@
 package correlate
 
 import (
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/drainwatch/drainwatch/collector"
 )
+
+// A termination's life, from its first sign to its completion: how it
+// begins (a deletion seen, a stop without one: deletionSeen, stopInAPI,
+// exitBegins), how a container's termination joins the pod's or ends
+// (noteRestart, endContainer), and how it ends (Tick: every container
+// exited and the kernel's tail seen, or the deadline).
+
+// minStopGrace is the kubelet's floor for the stop budget.
+const minStopGrace = 2 * time.Second
+
+// deletionSeen takes an update of a deleting pod: the deletion ends a
+// container's termination it came after, begins the pod's (or joins the
+// one a stop signal began, confirming it), and sets delete_requested and
+// deletion_seen once.
+func (c *Correlator) deletionSeen(p *podState, seen time.Time, firstSight bool) {
+	if c.overBy(p, deleteRequested(p.Pod)) {
+		c.endContainer(p, seen)
+	}
+	if p.Term == nil {
+		c.begin(p, seen)
+		// First sight of a pod already terminating, and no stop signal
+		// began its termination: the daemon started during the termination
+		// and may have missed its stop signal and first refusals.
+		p.Term.StartedLate = firstSight
+	}
+	t := p.Term
+	m := &t.T.Marks
+	first := m.DeleteRequested.IsZero()
+	applyDeletionGrace(&t.T, p.Pod, first)
+	if first {
+		m.DeleteRequested = deleteRequested(p.Pod)
+	}
+	if m.DeletionSeen.IsZero() {
+		m.DeletionSeen = seen
+		t.Tentative = false
+		c.replayEarly(p)
+	}
+}
+
+// deleteRequested is when the pod's deletion was requested, to the second
+// (the deletion timestamp's precision): no later than the request.
+func deleteRequested(pod collector.Pod) time.Time {
+	return pod.DeletionTimestamp.Add(-pod.DeletionGracePeriod)
+}
+
+// begin opens the termination of p at start.
+func (c *Correlator) begin(p *podState, start time.Time) {
+	t := &termState{Start: start, Ran: anyRunning(p.Pod) || p.KernelSeen, Accepts: newAcceptLog(&p.Accepts),
+		IDs: containerIDs(p.Pod)}
+	identify(&t.T, p.Pod)
+	t.T.Marks.LastAccept = p.LastAccept
+	p.Term = t
+	// Kubelet Events that raced ahead of the deletion belong to it; older
+	// ones are from container restarts.
+	lead := start.Add(-c.cfg.SignalLead)
+	if !p.Killing.Before(lead) {
+		t.T.Marks.Killing = p.Killing
+	}
+	if !p.PrestopFailed.Before(lead) {
+		t.T.Marks.PrestopFailed, t.PrestopMessage = p.PrestopFailed, p.PrestopMessage
+	}
+	if p.Killing.Before(lead) {
+		p.KillingMessage = "" // an earlier stop's: not this one's cause
+	}
+	setCause(t, p)
+	c.endpointsNotReady(p)
+}
 
 // A termination begins at the first sign of a stop, whichever comes first:
 // the deletion, the kubelet's Killing Event, the stop signal seen in the
@@ -217,4 +286,129 @@ func noteStopped(t *termState, pod collector.Pod, seen time.Time) {
 		}
 	}
 	t.Stopped, t.Tentative = seen, false
+}
+
+// Tick completes the terminations whose pod is gone, or whose container
+// runs again, and whose kernel tail has elapsed at now, returns them (oldest first, each once: the caller
+// keeps them), and forgets the completed pods Retention no longer keeps.
+func (c *Correlator) Tick(now time.Time) []Termination {
+	var out []Termination
+	for uid, p := range c.pods {
+		t := p.Term
+		switch {
+		case t == nil:
+		case c.unconfirmed(t):
+			// A stop signal that stopped nothing. Judged by the pod watch,
+			// not now: a deletion seen in time may still wait in the
+			// loop's queue, and dropping its termination would lose the
+			// exit and the listener's close it took in.
+			p.Term = nil
+		case !t.Restarted.IsZero() && goneBy(t).IsZero() && !now.Before(t.Restarted.Add(c.cfg.KernelTail)):
+			// The container runs again; its tail has been waited for.
+			c.endContainer(p, t.Restarted)
+		case !goneBy(t).IsZero() && !now.Before(c.deadline(p)):
+			if t, ran := c.complete(uid, p, now); ran {
+				out = append(out, t)
+			}
+		}
+	}
+	out, c.ended = append(out, c.ended...), nil
+	c.expire(now)
+	sort.Slice(out, func(i, j int) bool { return out[i].Start().Before(out[j].Start()) })
+	return out
+}
+
+// deadline is when a gone pod's termination is complete: KernelTail after
+// pod_gone, and while an init's exit has not been seen, no earlier than the
+// last moment the runtime can still SIGKILL it (grace, with the kubelet's
+// 2 s floor, plus KernelTail).
+func (c *Correlator) deadline(p *podState) time.Time {
+	t := p.Term
+	d := goneBy(t).Add(c.cfg.KernelTail)
+	if c.cfg.Blackholes && !p.HostNet {
+		d = later(d, blackholeEnd(t, c.cfg))
+	}
+	if allExited(p) {
+		return d
+	}
+	grace := max(t.T.GracePeriod, minStopGrace)
+	return later(d, deletionStart(t).Add(grace+minStopGrace+c.cfg.KernelTail))
+}
+
+// allExited says whether every container's init has exited. Without
+// cgroup bindings only a single-container pod can be judged.
+func allExited(p *podState) bool {
+	t := p.Term
+	if len(p.Cgroups) == 0 {
+		return t.SawInitExit && len(p.Pod.Containers) <= 1
+	}
+	for name := range p.Cgroups {
+		if !t.InitExited[name] {
+			return false
+		}
+	}
+	return true
+}
+
+// complete ends p's termination and remembers only when, to ignore
+// replays. A pod that never ran (deleted while pending, or long finished)
+// has no termination to report (ran is false).
+func (c *Correlator) complete(uid string, p *podState, now time.Time) (t Termination, ran bool) {
+	t = c.evaluate(p, true)
+	t.Complete = true
+	c.closeStartup(p)
+	c.idx.forget(p)
+	delete(c.pods, uid)
+	c.done[uid] = now
+	return t, p.Term.Ran
+}
+
+func (c *Correlator) expire(now time.Time) {
+	horizon := now.Add(-c.cfg.Retention)
+	for uid, at := range c.done {
+		if at.Before(horizon) {
+			delete(c.done, uid)
+		}
+	}
+	c.gaps = slices.DeleteFunc(c.gaps, func(g kernelGap) bool { return !g.open() && g.To.Before(horizon) })
+}
+
+// evaluate returns the record of p's termination with partial reasons,
+// diagnoses and outcome.
+func (c *Correlator) evaluate(p *podState, final bool) Termination {
+	ts := p.Term
+	t := ts.T
+	t.Connections = slices.Clone(t.Connections)
+	t.PartialReasons = slices.Clone(t.PartialReasons)
+	// Refusals with no stop signal ever seen: when the kernel view may have
+	// missed it, the headline count must not lose them; when it cannot have,
+	// the server stopped listening by itself (a preStop, a crash) before
+	// any stop signal.
+	if c.markPartial(p, &t, final) {
+		t.Counts.RefusedAfterSigterm += ts.Unclassified
+	} else {
+		t.Counts.RefusedBeforeSigterm += ts.Unclassified
+	}
+	t.RoutingSources = c.routingSources(ts)
+	if ts.Peers != nil && ts.Peers.Overflow {
+		// The same bound as the accept log's: the sources of some
+		// connections before the mark was known are missing.
+		addPartial(&t, PartialAcceptHistory)
+	}
+	if !podStops(p) {
+		t.Container = stoppedContainer(ts, p.Pod)
+	}
+	t.Death = deathOf(ts, c.cfg)
+	t.Diagnoses = diagnose(t, ts.PrestopMessage, c.cfg)
+	t.Outcome = outcomeOf(t)
+	return t
+}
+
+// end is the last moment a kernel event can still belong to p's
+// termination (zero while the pod is not gone: open-ended).
+func (c *Correlator) end(p *podState) time.Time {
+	if goneBy(p.Term).IsZero() {
+		return time.Time{}
+	}
+	return c.deadline(p)
 }

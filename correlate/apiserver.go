@@ -1,11 +1,14 @@
 package correlate
 
 import (
-	"slices"
 	"time"
 
 	"github.com/drainwatch/drainwatch/collector"
 )
+
+// What the API server says about the node's pods: pod updates and
+// deletions, the kubelet's Events, EndpointSlice transitions; and the
+// pod's network namespace going away.
 
 // Kubelet Event reasons the correlator reads.
 const (
@@ -49,37 +52,6 @@ func (c *Correlator) Pod(u collector.PodUpdate) {
 		noteStopped(t, p.Pod, u.Seen)
 		setCause(t, p)
 	}
-}
-
-func (c *Correlator) deletionSeen(p *podState, seen time.Time, firstSight bool) {
-	if c.overBy(p, deleteRequested(p.Pod)) {
-		c.endContainer(p, seen)
-	}
-	if p.Term == nil {
-		c.begin(p, seen)
-		// First sight of a pod already terminating, and no stop signal
-		// began its termination: the daemon started during the termination
-		// and may have missed its stop signal and first refusals.
-		p.Term.StartedLate = firstSight
-	}
-	t := p.Term
-	m := &t.T.Marks
-	first := m.DeleteRequested.IsZero()
-	applyDeletionGrace(&t.T, p.Pod, first)
-	if first {
-		m.DeleteRequested = deleteRequested(p.Pod)
-	}
-	if m.DeletionSeen.IsZero() {
-		m.DeletionSeen = seen
-		t.Tentative = false
-		c.replayEarly(p)
-	}
-}
-
-// deleteRequested is when the pod's deletion was requested, to the second
-// (the deletion timestamp's precision): no later than the request.
-func deleteRequested(pod collector.Pod) time.Time {
-	return pod.DeletionTimestamp.Add(-pod.DeletionGracePeriod)
 }
 
 // PodDeleted takes a pod removed from the API: pod_gone. A deletion the
@@ -136,22 +108,6 @@ func goneBy(t *termState) time.Time {
 		return t.GoneBy
 	}
 	return t.Stopped
-}
-
-// markAPIBlind makes t partial with api_unreachable while a mark the API
-// side alone could give is unknown because the API side was not watched
-// when it changed, and takes the reason back once the kernel set it.
-func markAPIBlind(t *termState) {
-	m := t.T.Marks
-	blind := (t.EndpointsBlind && m.EndpointsNotReady.IsZero()) || (!t.GoneBy.IsZero() && m.PodGone.IsZero())
-	has := slices.Contains(t.T.PartialReasons, PartialAPIBlind)
-	switch {
-	case blind && !has:
-		addPartial(&t.T, PartialAPIBlind)
-	case !blind && has:
-		t.T.PartialReasons = slices.DeleteFunc(slices.Clone(t.T.PartialReasons), func(r string) bool { return r == PartialAPIBlind })
-		t.T.Partial = len(t.T.PartialReasons) > 0
-	}
 }
 
 // Kubelet takes a kubelet Event about a pod: Killing, FailedPreStopHook.
@@ -237,29 +193,6 @@ func (c *Correlator) endpointsNotReady(p *podState) {
 	if !complete {
 		addPartial(&t.T, PartialAcceptHistory)
 	}
-}
-
-// begin opens the termination of p at start.
-func (c *Correlator) begin(p *podState, start time.Time) {
-	t := &termState{Start: start, Ran: anyRunning(p.Pod) || p.KernelSeen, Accepts: newAcceptLog(&p.Accepts),
-		IDs: containerIDs(p.Pod)}
-	identify(&t.T, p.Pod)
-	t.T.Marks.LastAccept = p.LastAccept
-	p.Term = t
-	// Kubelet Events that raced ahead of the deletion belong to it; older
-	// ones are from container restarts.
-	lead := start.Add(-c.cfg.SignalLead)
-	if !p.Killing.Before(lead) {
-		t.T.Marks.Killing = p.Killing
-	}
-	if !p.PrestopFailed.Before(lead) {
-		t.T.Marks.PrestopFailed, t.PrestopMessage = p.PrestopFailed, p.PrestopMessage
-	}
-	if p.Killing.Before(lead) {
-		p.KillingMessage = "" // an earlier stop's: not this one's cause
-	}
-	setCause(t, p)
-	c.endpointsNotReady(p)
 }
 
 // identify copies the pod's identity into its termination, and its own

@@ -140,12 +140,13 @@ const APIGroup = "drainwatch.io"
 // are not: the default ClusterRole system:discovery lets every
 // authenticated user GET the non-resource URLs /api/*, so they would be
 // open to any ServiceAccount of the cluster. They read terminations
-// instead: list for /api/v1/terminations and /ui, get for one by UID.
+// instead: list for /api/v1/terminations, /api/v1/startups and /ui, get
+// for one by UID.
 func attributesFor(u user.Info, r *http.Request) authorizer.AttributesRecord {
 	a := authorizer.AttributesRecord{User: u, Verb: strings.ToLower(r.Method), Path: r.URL.Path}
 	read := r.Method == http.MethodGet || r.Method == http.MethodHead
 	switch p := r.URL.Path; {
-	case p == "/ui" || p == "/api/v1/terminations":
+	case p == "/ui" || p == "/api/v1/terminations" || p == "/api/v1/startups":
 		a = terminationsAttributes(u, read, "list", "")
 	case strings.HasPrefix(p, "/api/v1/terminations/"):
 		a = terminationsAttributes(u, read, "get", strings.TrimPrefix(p, "/api/v1/terminations/"))

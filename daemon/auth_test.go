@@ -72,6 +72,9 @@ func TestProtectedEndpoints(t *testing.T) {
 	// TokenRequest naming none), and one for another audience.
 	readerAPIServer := serviceAccountToken(ctx, t, cp.Client, "dw-reader", "", "")
 	readerOther := serviceAccountToken(ctx, t, cp.Client, "dw-reader", "", "vault")
+	// A role that may only list: every list (the startups too), not one
+	// termination by UID.
+	lister := serviceAccountToken(ctx, t, cp.Client, "dw-lister", "drainwatch-lister", daemon.TokenAudience, "list")
 	for _, c := range []struct {
 		path, token string
 		want        int
@@ -90,6 +93,11 @@ func TestProtectedEndpoints(t *testing.T) {
 		{"/api/v1/terminations", reader, 200},
 		{"/api/v1/terminations/some-uid", reader, 404},
 		{"/ui", reader, 200},
+		{"/api/v1/startups", reader, 200},
+		{"/api/v1/startups", denied, 403},
+		{"/api/v1/terminations", lister, 200},
+		{"/api/v1/startups", lister, 200},
+		{"/api/v1/terminations/some-uid", lister, 403},
 		{"/metrics", readerAPIServer, 200},
 		{"/api/v1/terminations", readerAPIServer, 401},
 		{"/api/v1/terminations/some-uid", readerAPIServer, 401},
@@ -113,10 +121,14 @@ func TestProtectedEndpoints(t *testing.T) {
 }
 
 // serviceAccountToken creates a ServiceAccount unless it exists, binds it
-// to a ClusterRole that may GET the daemon's paths when role is set, and
-// returns a token bound to audience (empty: the API server's own).
-func serviceAccountToken(ctx context.Context, t *testing.T, cs kubernetes.Interface, name, role, audience string) string {
+// to a ClusterRole that may GET the daemon's paths when role is set (with
+// verbs on terminations, get and list if none), and returns a token bound
+// to audience (empty: the API server's own).
+func serviceAccountToken(ctx context.Context, t *testing.T, cs kubernetes.Interface, name, role, audience string, verbs ...string) string {
 	t.Helper()
+	if len(verbs) == 0 {
+		verbs = []string{"get", "list"}
+	}
 	_, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		must(t, err)
@@ -126,7 +138,7 @@ func serviceAccountToken(ctx context.Context, t *testing.T, cs kubernetes.Interf
 			ObjectMeta: metav1.ObjectMeta{Name: role},
 			Rules: []rbacv1.PolicyRule{
 				{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}},
-				{APIGroups: []string{daemon.APIGroup}, Resources: []string{"terminations"}, Verbs: []string{"get", "list"}},
+				{APIGroups: []string{daemon.APIGroup}, Resources: []string{"terminations"}, Verbs: verbs},
 			},
 		}, metav1.CreateOptions{})
 		must(t, err)

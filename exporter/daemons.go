@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,11 +16,15 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
-// Daemon is one drainwatch daemon whose terminations can be listed: reached
-// directly by URL, or through the API server's pod proxy.
+// Daemon is one drainwatch daemon whose terminations and startups can be
+// listed: reached directly by URL, or through the API server's pod proxy.
 type Daemon interface {
 	Name() string
 	Terminations(ctx context.Context, q url.Values) (TerminationList, error)
+	// Startups lists the startups of new pods q selects (one list: the
+	// API has no continue); a daemon older than /api/v1/startups answers
+	// an error that is ErrStartupsNotServed.
+	Startups(ctx context.Context, q url.Values) (StartupList, error)
 }
 
 // Query returns the API query string of a filter (the inverse of
@@ -58,35 +61,48 @@ func (d urlDaemon) Terminations(ctx context.Context, q url.Values) (TerminationL
 
 func (d urlDaemon) page(ctx context.Context, q url.Values) (TerminationList, error) {
 	u := d.base + "/api/v1/terminations?" + q.Encode()
-	return retryThrottled(ctx, func() (TerminationList, time.Duration, error) { return d.get(ctx, u) })
+	body, err := retryThrottled(ctx, func() ([]byte, time.Duration, error) { return d.get(ctx, u) })
+	if err != nil {
+		return TerminationList{}, err
+	}
+	return decodeList[TerminationList](body, "terminations", u)
 }
 
-// get asks for one page; a 429's wait comes with its error.
-func (d urlDaemon) get(ctx context.Context, u string) (TerminationList, time.Duration, error) {
+// get asks for one answer; a 429's wait comes with its error.
+func (d urlDaemon) get(ctx context.Context, u string) ([]byte, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return TerminationList{}, 0, fmt.Errorf("GET %s: %w", u, err)
+		return nil, 0, fmt.Errorf("GET %s: %w", u, err)
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
-		return TerminationList{}, 0, fmt.Errorf("GET %s: %w", u, err)
+		return nil, 0, fmt.Errorf("GET %s: %w", u, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return TerminationList{}, 0, fmt.Errorf("GET %s: %w", u, err)
+		return nil, 0, fmt.Errorf("GET %s: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return TerminationList{}, throttledWait(resp), fmt.Errorf("GET %s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+		return nil, throttledWait(resp), &statusError{url: u, code: resp.StatusCode, status: resp.Status, body: strings.TrimSpace(string(body))}
 	}
-	list, err := decodeList(body, u)
-	return list, 0, err
+	return body, 0, nil
 }
 
-func decodeList(body []byte, from string) (TerminationList, error) {
-	var list TerminationList
+// statusError is a daemon's answer other than 200, quoted: "GET URL: 401
+// Unauthorized: BODY".
+type statusError struct {
+	url, status, body string
+	code              int
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("GET %s: %s: %s", e.url, e.status, e.body) }
+
+// decodeList decodes a list of what (terminations, startups) from a daemon.
+func decodeList[L any](body []byte, what, from string) (L, error) {
+	var list L
 	if err := json.Unmarshal(body, &list); err != nil {
-		return list, fmt.Errorf("decoding the terminations of %s: %w", from, err)
+		return list, fmt.Errorf("decoding the %s of %s: %w", what, from, err)
 	}
 	return list, nil
 }
@@ -116,16 +132,25 @@ func (d proxyDaemon) Terminations(ctx context.Context, q url.Values) (Terminatio
 }
 
 func (d proxyDaemon) page(ctx context.Context, q url.Values) (TerminationList, error) {
+	body, err := d.get(ctx, "api/v1/terminations", q)
+	if err != nil {
+		return TerminationList{}, err
+	}
+	return decodeList[TerminationList](body, "terminations", d.Name())
+}
+
+// get asks the daemon for path through the pod proxy.
+func (d proxyDaemon) get(ctx context.Context, path string, q url.Values) ([]byte, error) {
 	params := map[string]string{}
 	for k := range q {
 		params[k] = q.Get(k)
 	}
 	body, err := d.client.CoreV1().Pods(d.namespace).
-		ProxyGet("http", d.pod, strconv.Itoa(d.port), "api/v1/terminations", params).DoRaw(ctx)
+		ProxyGet("http", d.pod, strconv.Itoa(d.port), path, params).DoRaw(ctx)
 	if err != nil {
-		return TerminationList{}, fmt.Errorf("pod proxy to %s:%d: %w", d.Name(), d.port, err)
+		return nil, fmt.Errorf("pod proxy to %s:%d: %w", d.Name(), d.port, err)
 	}
-	return decodeList(body, d.Name())
+	return body, nil
 }
 
 // ProxyDaemons lists the running drainwatch pods of namespace matching
@@ -146,40 +171,4 @@ func ProxyDaemons(ctx context.Context, client PodClient, namespace, selector str
 		return nil, fmt.Errorf("no running drainwatch pod in namespace %s with labels %s (of %d listed)", namespace, selector, len(pods.Items))
 	}
 	return ds, nil
-}
-
-// QueryParallelism bounds the daemons QueryDaemons asks at once: a cluster
-// of hundreds of nodes answers within a few round trips, without opening
-// hundreds of proxied connections through the API server at once.
-const QueryParallelism = 16
-
-// QueryDaemons asks every daemon for the terminations matching f, at most
-// QueryParallelism at once, and merges the answers by start time. Daemons
-// that fail are returned as errors (in the order of ds); the others'
-// terminations are still returned.
-func QueryDaemons(ctx context.Context, ds []Daemon, f Filter) ([]TerminationView, []error) {
-	lists := make([]TerminationList, len(ds))
-	errs := make([]error, len(ds))
-	sem := make(chan struct{}, QueryParallelism)
-	var wg sync.WaitGroup
-	for i, d := range ds {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			lists[i], errs[i] = d.Terminations(ctx, f.Query())
-		}()
-	}
-	wg.Wait()
-	var all []TerminationView
-	var failed []error
-	for i, err := range errs {
-		if err != nil {
-			failed = append(failed, fmt.Errorf("daemon %s: %w", ds[i].Name(), err))
-			continue
-		}
-		all = append(all, lists[i].Terminations...)
-	}
-	sortViews(all)
-	return all, failed
 }

@@ -53,7 +53,7 @@ const (
 
 // retryThrottled reads a page, again after the daemon's Retry-After while
 // it answers 429 (its lists are busy), at most maxThrottledRetries times.
-func retryThrottled(ctx context.Context, read func() (TerminationList, time.Duration, error)) (TerminationList, error) {
+func retryThrottled[L any](ctx context.Context, read func() (L, time.Duration, error)) (L, error) {
 	for attempt := 0; ; attempt++ {
 		list, wait, err := read()
 		if wait == 0 || attempt == maxThrottledRetries {

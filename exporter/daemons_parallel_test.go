@@ -50,6 +50,10 @@ func (d gateDaemon) Terminations(ctx context.Context, _ url.Values) (Termination
 	return TerminationList{Terminations: []TerminationView{{Termination: correlate.Termination{Pod: d.name}}}}, nil
 }
 
+func (d gateDaemon) Startups(context.Context, url.Values) (StartupList, error) {
+	return StartupList{}, nil
+}
+
 func TestQueryDaemonsInParallelBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -10,7 +10,9 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
@@ -46,12 +48,14 @@ type proxyResponse struct {
 	path string
 }
 
+// DoRaw answers the handler's body, or the error client-go makes of a
+// proxied answer other than 200 whose body is not an API Status.
 func (p proxyResponse) DoRaw(context.Context) ([]byte, error) {
 	rec := &recorder{header: http.Header{}}
 	req, _ := http.NewRequest(http.MethodGet, p.path, nil)
 	p.h.ServeHTTP(rec, req)
 	if rec.status != 0 && rec.status != http.StatusOK {
-		return nil, errors.New(rec.body.String())
+		return nil, apierrors.NewGenericServerResponse(rec.status, "get", schema.GroupResource{Resource: "pods"}, "", rec.body.String(), 0, true)
 	}
 	return []byte(rec.body.String()), nil
 }

@@ -79,44 +79,94 @@ type startupList []correlate.Startup
 
 func (l startupList) Startups() []correlate.Startup { return l }
 
-// TestListStartups: the latest startups first, filtered, limited.
+// TestListStartups: the latest startups first, filtered by namespace,
+// workload, pod, revision and since (a window that ended at or after it,
+// or one still open), limited.
 func TestListStartups(t *testing.T) {
 	var src startupList
-	for i, ns := range []string{"shop", "other", "shop", "shop"} {
+	for i, r := range []struct {
+		ns, workload, revision string
+		windowEnd              float64 // 0: in progress
+	}{{"shop", "web", "4", 60}, {"other", "web", "4", 60}, {"shop", "api", "4", 60}, {"shop", "web", "5", 200}, {"shop", "web", "5", 0}} {
 		s := newPodStartup()
-		s.PodUID, s.Pod, s.Workload.Namespace = fmt.Sprintf("uid-%d", i), fmt.Sprintf("web-%d", i), ns
+		s.PodUID, s.Pod = fmt.Sprintf("uid-%d", i), fmt.Sprintf("web-%d", i)
+		s.Workload.Namespace, s.Workload.Name, s.Workload.Revision = r.ns, r.workload, r.revision
+		s.Complete, s.Marks.WindowEnd = r.windowEnd != 0, time.Time{}
+		if s.Complete {
+			s.Marks.WindowEnd = at(r.windowEnd)
+		}
 		src = append(src, s)
 	}
 	srv := httptest.NewServer(NewServer(ServerConfig{Startups: src}).Handler())
 	defer srv.Close()
+	since := func(seconds float64) string { return "?since=" + at(seconds).Format(time.RFC3339Nano) }
 	for _, tc := range []struct {
 		query     string
 		pods      []string
 		truncated bool
 	}{
-		{"", []string{"web-3", "web-2", "web-1", "web-0"}, false},
-		{"?namespace=shop&limit=2", []string{"web-3", "web-2"}, true},
+		{"", []string{"web-4", "web-3", "web-2", "web-1", "web-0"}, false},
+		{"?namespace=shop&limit=2", []string{"web-4", "web-3"}, true},
+		{"?workload=api", []string{"web-2"}, false},
+		{"?pod=web-1", []string{"web-1"}, false},
+		{"?revision=5", []string{"web-4", "web-3"}, false},
+		{"?namespace=shop&workload=web&revision=4", []string{"web-0"}, false},
+		{since(100), []string{"web-4", "web-3"}, false},
+		{since(60), []string{"web-4", "web-3", "web-2", "web-1", "web-0"}, false},
+		{"?pod=web-9", []string{}, false},
 		{"?limit=0", nil, false},
+		{"?since=-5m", nil, false},
 	} {
-		resp, err := http.Get(srv.URL + "/api/v1/startups" + tc.query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got StartupList
-		err = json.NewDecoder(resp.Body).Decode(&got)
-		resp.Body.Close()
+		pods, truncated, status := listStartups(t, srv.URL+"/api/v1/startups"+tc.query)
 		if tc.pods == nil {
-			if resp.StatusCode != http.StatusBadRequest {
-				t.Errorf("%s: status %d, want 400", tc.query, resp.StatusCode)
+			if status != http.StatusBadRequest {
+				t.Errorf("%s: status %d, want 400", tc.query, status)
 			}
 			continue
 		}
-		var pods []string
-		for _, s := range got.Startups {
-			pods = append(pods, s.Pod)
-		}
-		if err != nil || !slices.Equal(pods, tc.pods) || got.Truncated != tc.truncated {
-			t.Errorf("%s: pods %v truncated %v (%v), want %v %v", tc.query, pods, got.Truncated, err, tc.pods, tc.truncated)
+		if status != http.StatusOK || !slices.Equal(pods, tc.pods) || truncated != tc.truncated {
+			t.Errorf("%s: status %d, pods %v truncated %v; want 200, %v %v", tc.query, status, pods, truncated, tc.pods, tc.truncated)
 		}
 	}
+}
+
+// TestListStartupsBounded: a list holds MaxPageSize startups at most,
+// whatever limit asks for, like a page of terminations.
+func TestListStartupsBounded(t *testing.T) {
+	srv := httptest.NewServer(NewServer(ServerConfig{Startups: manyStartups(MaxPageSize + 1)}).Handler())
+	defer srv.Close()
+	pods, truncated, status := listStartups(t, srv.URL+"/api/v1/startups?limit=100000")
+	if status != http.StatusOK || len(pods) != MaxPageSize || pods[0] != "web-500" || !truncated {
+		t.Errorf("status %d, %d startups from %v, truncated %v; want 200, 500 from web-500, true", status, len(pods), pods[:1], truncated)
+	}
+}
+
+// manyStartups are n startups of shop/web, web-0 the oldest.
+func manyStartups(n int) startupList {
+	src := make(startupList, n)
+	for i := range src {
+		src[i] = newPodStartup()
+		src[i].PodUID, src[i].Pod, src[i].Marks.Created = fmt.Sprintf("uid-%d", i), fmt.Sprintf("web-%d", i), at(float64(i))
+	}
+	return src
+}
+
+// listStartups GETs a startups list: its pods in order, its truncated
+// flag and the status.
+func listStartups(t *testing.T, u string) ([]string, bool, int) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got StartupList
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil && resp.StatusCode == http.StatusOK {
+		t.Fatalf("%s: %v", u, err)
+	}
+	pods := []string{}
+	for _, s := range got.Startups {
+		pods = append(pods, s.Pod)
+	}
+	return pods, got.Truncated, resp.StatusCode
 }

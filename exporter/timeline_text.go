@@ -48,8 +48,7 @@ func writeTimeline(w *bufio.Writer, v TerminationView) {
 		origin = t.Marks.First()
 	}
 	for _, m := range t.Marks.Observed() {
-		line := fmt.Sprintf("  %10s  %-20s %s", correlate.FormatOffset(m.Time.Sub(origin)), m.Name, markDetail(t, m.Name))
-		printLine(w, "%s", strings.TrimRight(line, " "))
+		printMark(w, m, origin, markDetail(t, m.Name))
 	}
 	writeCounts(w, t)
 	if s := SourcesLine(t.Sources); s != "" {
@@ -62,7 +61,19 @@ func writeTimeline(w *bufio.Writer, v TerminationView) {
 	if d := durationLine(t); d != "" {
 		printLine(w, "  %s", d)
 	}
-	for _, d := range t.Diagnoses {
+	writeDiagnoses(w, t.Diagnoses)
+}
+
+// printMark writes a mark's line: its time relative to the timeline's
+// origin, its name and what it alone does not say.
+func printMark(w *bufio.Writer, m correlate.Mark, origin time.Time, detail string) {
+	line := fmt.Sprintf("  %10s  %-20s %s", correlate.FormatOffset(m.Time.Sub(origin)), m.Name, detail)
+	printLine(w, "%s", strings.TrimRight(line, " "))
+}
+
+// writeDiagnoses writes each diagnosis with its fix.
+func writeDiagnoses(w *bufio.Writer, ds []correlate.Diagnosis) {
+	for _, d := range ds {
 		printLine(w, "  diagnosis %s: %s", d.Code, d.Message)
 		if d.Fix != "" {
 			printLine(w, "    fix: %s", d.Fix)
@@ -162,11 +173,15 @@ func durationLine(t correlate.Termination) string {
 	return strings.Join(parts, "  ")
 }
 
-func partialNote(t correlate.Termination) string {
-	if !t.Partial {
+func partialNote(t correlate.Termination) string { return partialText(t.Partial, t.PartialReasons) }
+
+// partialText is a partial record's note on its header: "  partial: " and
+// its reasons.
+func partialText(partial bool, reasons []string) string {
+	if !partial {
 		return ""
 	}
-	return "  partial: " + strings.Join(t.PartialReasons, ", ")
+	return "  partial: " + strings.Join(reasons, ", ")
 }
 
 func orNone(s string) string {

@@ -21,7 +21,7 @@ const usage = `drainwatch — did this pod termination lose traffic, and why?
 Usage:
   drainwatch run     [flags]   the node daemon (Kubernetes, metrics, API)
   drainwatch trace   [flags]   stream kernel events of a netns, cgroup or pid (no Kubernetes)
-  drainwatch timeline [flags]  a termination's timeline from one or all daemons
+  drainwatch timeline [flags]  terminations' timelines and new pods' startups from one or all daemons
   drainwatch advise  [KIND/NAME] [flags]  preStop sleep and grace period from measured routing lag and drain
   drainwatch cleanup [flags]   detach the eBPF programs a stopped daemon left pinned
   drainwatch doctor  [flags]   check that this node (or pod) can run the daemon, with fixes

@@ -15,7 +15,7 @@ import (
 )
 
 // timelineFlags are `drainwatch timeline`'s: where the daemons are, which
-// terminations to show, and how.
+// terminations and startups of new pods to show, and how.
 type timelineFlags struct {
 	urls                            urlList
 	kubeconfig, context             string
@@ -25,7 +25,7 @@ type timelineFlags struct {
 	revision                        string
 	format                          string
 	timeout                         time.Duration
-	follow                          bool
+	follow, startups                bool
 	interval                        time.Duration
 	token, caFile, serverName       string
 	insecure                        bool
@@ -71,13 +71,17 @@ func timelineFlagSet(f *timelineFlags, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("drainwatch timeline", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	f.daemonFlags(fs)
-	fs.StringVar(&f.namespace, "namespace", "", "only terminations of pods in this namespace (-n)")
+	fs.StringVar(&f.namespace, "namespace", "", "only terminations and startups of pods in this namespace (-n)")
 	fs.StringVar(&f.namespace, "n", "", "short for --namespace")
-	fs.StringVar(&f.revision, "revision", "", "only terminations of this revision of the workload (the revision label of the metrics)")
-	fs.StringVar(&f.workload, "workload", "", "only terminations of this workload (Deployment, StatefulSet... name)")
-	fs.StringVar(&f.pod, "pod", "", "only the termination of this pod")
-	fs.StringVar(&f.since, "since", "", "only terminations with a mark after this: a duration back from now (15m) or an RFC 3339 time")
-	fs.StringVar(&f.format, "output", "text", "text (a timeline per termination), wide (a line per termination), json or yaml (-o)")
+	fs.StringVar(&f.revision, "revision", "", "only terminations and startups of this revision of the workload (the revision label of the metrics)")
+	fs.StringVar(&f.workload, "workload", "", "only terminations and startups of this workload (Deployment, StatefulSet... name)")
+	fs.StringVar(&f.pod, "pod", "", "only the termination and startup of this pod")
+	fs.StringVar(&f.since, "since", "", "only terminations with a mark after this, and startups whose window ended after it or is open: "+
+		"a duration back from now (15m) or an RFC 3339 time")
+	fs.BoolVar(&f.startups, "startups", true, "also list the startups of the new pods the filters select, after the terminations: "+
+		"both ends of a rollout (--startups=false: terminations only; --follow follows terminations only)")
+	fs.StringVar(&f.format, "output", "text", "text (a timeline per termination, then a block per new pod's startup), "+
+		"wide (a line per termination, then a line per startup), json or yaml (-o): an object with terminations and startups")
 	fs.StringVar(&f.format, "o", "text", "short for --output")
 	fs.StringVar(&f.format, "format", "text", "same as --output")
 	fs.BoolVar(&f.follow, "follow", false, "keep asking the daemons every --interval and print terminations that are new or changed, until interrupted (-f)")
@@ -126,8 +130,9 @@ func (f timelineFlags) filter(now time.Time) (exporter.Filter, error) {
 }
 
 // timelineCmd is `drainwatch timeline`: it asks one or every daemon for the
-// terminations matching the filters and prints them. It returns the exit
-// code: 1 when no daemon answered.
+// terminations matching the filters, and the startups of new pods unless
+// --startups=false, and prints them. It returns the exit code: 1 when no
+// daemon answered.
 func timelineCmd(args []string, stdout, stderr io.Writer) int {
 	f, err := parseTimelineFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -152,12 +157,13 @@ func timelineCmd(args []string, stdout, stderr io.Writer) int {
 	if f.follow {
 		return f.followCmd(daemons, filter, stdout, stderr)
 	}
-	views, errs := exporter.QueryDaemons(ctx, daemons, filter)
+	tl, errs := exporter.QueryTimeline(ctx, daemons, filter, f.startups)
 	printDaemonErrors(stderr, errs)
-	if len(errs) == len(daemons) {
+	printStartupNotes(stderr, tl)
+	if tl.Answered == 0 {
 		return 1
 	}
-	if err := printTimelines(stdout, f.format, views); err != nil {
+	if err := printTimelines(stdout, f.format, tl); err != nil {
 		fmt.Fprintln(stderr, "drainwatch timeline:", err)
 		return 1
 	}
@@ -196,18 +202,33 @@ func (f timelineFlags) daemons(ctx context.Context) ([]exporter.Daemon, error) {
 	return ds, err
 }
 
-func printTimelines(w io.Writer, format string, views []exporter.TerminationView) error {
-	if format == "yaml" || format == "wide" {
-		return printOutput(w, format, views)
+// printTimelines writes the terminations, then the startups when they
+// were asked: json and yaml as one object, wide as two tables, text as
+// timelines and a section of startups.
+func printTimelines(w io.Writer, format string, tl exporter.Timeline) error {
+	if tl.Terminations == nil {
+		tl.Terminations = []exporter.TerminationView{}
 	}
-	if format == "json" {
+	switch format {
+	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if views == nil {
-			views = []exporter.TerminationView{}
+		return enc.Encode(tl)
+	case "yaml":
+		return printYAML(w, tl)
+	case "wide":
+		if err := writeWide(w, tl.Terminations, true); err != nil || tl.Startups == nil {
+			return err
 		}
-		return enc.Encode(exporter.TerminationList{Terminations: views})
+		return writeStartupsWide(w, tl.Startups)
 	}
+	if err := printTerminationsText(w, tl.Terminations); err != nil || tl.Startups == nil {
+		return err
+	}
+	return printStartupsText(w, tl.Startups)
+}
+
+func printTerminationsText(w io.Writer, views []exporter.TerminationView) error {
 	if len(views) == 0 {
 		_, err := fmt.Fprintln(w, "no termination matches")
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"strings"
 	"testing"
@@ -50,7 +51,8 @@ func TestTimelineWideYAMLAndRevision(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	want := "NAMESPACE  POD    WORKLOAD        REVISION  NODE        STARTED               OUTCOME  REFUSED  KILLED  KILLED-AT-EXIT  BLACKHOLED  RESET  COMPLETE\n" +
-		"shop       web-a  Deployment/web  7         node-web-a  2026-03-04T05:06:06Z  refused  44       0       0               0           0      true\n"
+		"shop       web-a  Deployment/web  7         node-web-a  2026-03-04T05:06:06Z  refused  44       0       0               0           0      true\n" +
+		"\nNAMESPACE  POD  WORKLOAD  REVISION  DAEMON  CREATED  READY  READY-TO-FIRST-ACCEPT  REFUSED-BEFORE-READY  REFUSED-AFTER-READY  RESET-AFTER-READY  PROBE-REFUSED  DIAGNOSES  COMPLETE\n"
 	if out.String() != want {
 		t.Errorf("-o wide:\n%s\nwant:\n%s", out.String(), want)
 	}
@@ -64,7 +66,7 @@ func TestTimelineWideYAMLAndRevision(t *testing.T) {
 		t.Errorf("-o yaml: %v\n%s", err, out.String())
 	}
 	out.Reset()
-	if code := timelineCmd([]string{"--url", s.URL, "--revision", "8"}, &out, &errOut); code != 0 || out.String() != "no termination matches\n" {
+	if code := timelineCmd([]string{"--url", s.URL, "--revision", "8", "--startups=false"}, &out, &errOut); code != 0 || out.String() != "no termination matches\n" {
 		t.Errorf("--revision 8: exit %d, output %q", code, out.String())
 	}
 }
@@ -81,6 +83,10 @@ func (d stepDaemon) Terminations(context.Context, url.Values) (exporter.Terminat
 	i := min(*d.n, len(d.polls)-1)
 	*d.n++
 	return exporter.TerminationList{Terminations: d.polls[i]}, nil
+}
+
+func (d stepDaemon) Startups(context.Context, url.Values) (exporter.StartupList, error) {
+	return exporter.StartupList{}, errors.New("follow asks for no startups")
 }
 
 func TestTimelineFollowPrintsNewAndChanged(t *testing.T) {

@@ -93,11 +93,20 @@ type proxiedDaemon struct{ exporter.Daemon }
 
 func (d proxiedDaemon) Terminations(ctx context.Context, q url.Values) (exporter.TerminationList, error) {
 	list, err := d.Daemon.Terminations(ctx, q)
+	return list, d.hint(err)
+}
+
+func (d proxiedDaemon) Startups(ctx context.Context, q url.Values) (exporter.StartupList, error) {
+	list, err := d.Daemon.Startups(ctx, q)
+	return list, d.hint(err)
+}
+
+func (proxiedDaemon) hint(err error) error {
 	if apierrors.IsUnauthorized(err) {
 		err = fmt.Errorf("%w: the API server's pod proxy carries no credentials to the daemon (run with --auth=kubernetes); "+
 			"ask it directly: --url https://NODE:9090 --certificate-authority CA.crt", err)
 	}
-	return list, err
+	return err
 }
 
 // audienceHint is a --url daemon. Its 401 says which token it takes: a
@@ -109,11 +118,20 @@ type audienceHint struct{ exporter.Daemon }
 
 func (d audienceHint) Terminations(ctx context.Context, q url.Values) (exporter.TerminationList, error) {
 	list, err := d.Daemon.Terminations(ctx, q)
+	return list, d.hint(err)
+}
+
+func (d audienceHint) Startups(ctx context.Context, q url.Values) (exporter.StartupList, error) {
+	list, err := d.Daemon.Startups(ctx, q)
+	return list, d.hint(err)
+}
+
+func (audienceHint) hint(err error) error {
 	// exporter.URLDaemon's error quotes the response's status line.
 	if err != nil && strings.Contains(err.Error(), ": "+strconv.Itoa(http.StatusUnauthorized)+" "+http.StatusText(http.StatusUnauthorized)) {
 		err = fmt.Errorf("%w: the daemon (--auth=kubernetes) takes a token bound to the %s audience, verified with "+
 			"--certificate-authority: --token \"$(kubectl create token NAME -n NAMESPACE --audience %s)\" for a ServiceAccount "+
 			"bound to the terminations reader ClusterRole", err, daemon.TokenAudience, daemon.TokenAudience)
 	}
-	return list, err
+	return err
 }

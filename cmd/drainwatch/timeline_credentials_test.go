@@ -9,7 +9,8 @@ import (
 // TestTimelineSendsNoTokenOverHTTP: to an http:// daemon, --token is
 // refused before any connection, with the fix; the kubeconfig's token and
 // exec plugin are left out (the plugin does not even run), so the daemon
-// sees exactly one request, without Authorization.
+// sees exactly one request a list (terminations, startups), without
+// Authorization.
 func TestTimelineSendsNoTokenOverHTTP(t *testing.T) {
 	tlsRef, _ := listener(t, true, daemonAPI())
 	files := writeCredentialFiles(t, tlsRef)
@@ -26,8 +27,8 @@ func TestTimelineSendsNoTokenOverHTTP(t *testing.T) {
 	}
 	for _, kc := range []string{files.tokenKubeconfig, files.execKubeconfig} {
 		r := runTimeline("--url", s.URL, "--kubeconfig", kc)
-		if got := rec.take(); r.code != 0 || !strings.Contains(r.out, "web-a") || !slices.Equal(got, []string{""}) {
-			t.Errorf("%s over http: exit %d, Authorization headers %q; want 0, one request without:\n%s%s", kc, r.code, got, r.out, r.stderr)
+		if got := rec.take(); r.code != 0 || !strings.Contains(r.out, "web-a") || !slices.Equal(got, []string{"", ""}) {
+			t.Errorf("%s over http: exit %d, Authorization headers %q; want 0, two requests without:\n%s%s", kc, r.code, got, r.out, r.stderr)
 		}
 	}
 	if n := files.execRunCount(t); n != 0 {
@@ -36,16 +37,17 @@ func TestTimelineSendsNoTokenOverHTTP(t *testing.T) {
 }
 
 // TestTimelineSendsNoCredentialUnverified: with --insecure-skip-tls-verify
-// the kubeconfig's token and exec plugin are not used (one request, without
-// Authorization); --token is refused, and so is the CA flag beside it.
+// the kubeconfig's token and exec plugin are not used (one request a list,
+// without Authorization); --token is refused, and so is the CA flag beside
+// it.
 func TestTimelineSendsNoCredentialUnverified(t *testing.T) {
 	s, rec := listener(t, true, daemonAPI())
 	files := writeCredentialFiles(t, s)
 	host := strings.TrimPrefix(s.URL, "https://")
 	for _, kc := range []string{files.tokenKubeconfig, files.execKubeconfig} {
 		r := runTimeline("--url", s.URL, "--kubeconfig", kc, "--insecure-skip-tls-verify")
-		if got := rec.take(); r.code != 0 || !strings.Contains(r.out, "web-a") || !slices.Equal(got, []string{""}) {
-			t.Errorf("%s, unverified: exit %d, Authorization headers %q; want 0, one request without:\n%s%s", kc, r.code, got, r.out, r.stderr)
+		if got := rec.take(); r.code != 0 || !strings.Contains(r.out, "web-a") || !slices.Equal(got, []string{"", ""}) {
+			t.Errorf("%s, unverified: exit %d, Authorization headers %q; want 0, two requests without:\n%s%s", kc, r.code, got, r.out, r.stderr)
 		}
 	}
 	if n := files.execRunCount(t); n != 0 {
@@ -68,14 +70,15 @@ func TestTimelineSendsNoCredentialUnverified(t *testing.T) {
 }
 
 // TestTimelineTokenReachesVerifiedDaemon is the positive control: with the
-// CA of the daemon's certificate, each credential arrives, exactly once.
+// CA of the daemon's certificate, each credential arrives with each list,
+// terminations then startups: exactly twice.
 func TestTimelineTokenReachesVerifiedDaemon(t *testing.T) {
 	s, rec := listener(t, true, daemonAPI())
 	files := writeCredentialFiles(t, s)
 	for _, c := range files.credentials() {
 		r := runTimeline(append([]string{"--url", s.URL, "--certificate-authority", files.ca}, c.args...)...)
-		if got := rec.take(); r.code != 0 || !strings.Contains(r.out, "web-a") || !slices.Equal(got, []string{c.want}) {
-			t.Errorf("%v: exit %d, Authorization headers %q; want 0, [%q]:\n%s%s", c.args, r.code, got, c.want, r.out, r.stderr)
+		if got := rec.take(); r.code != 0 || !strings.Contains(r.out, "web-a") || !slices.Equal(got, []string{c.want, c.want}) {
+			t.Errorf("%v: exit %d, Authorization headers %q; want 0, [%q %[4]q]:\n%s%s", c.args, r.code, got, c.want, r.out, r.stderr)
 		}
 	}
 	if n := files.execRunCount(t); n != 1 {

@@ -90,7 +90,7 @@ func (fl follower) print(views []exporter.TerminationView, first bool) error {
 			if _, err := fmt.Fprintln(fl.stdout, "---"); err != nil {
 				return err
 			}
-			if err := printOutput(fl.stdout, "yaml", []exporter.TerminationView{v}); err != nil {
+			if err := printYAML(fl.stdout, exporter.TerminationList{Terminations: []exporter.TerminationView{v}}); err != nil {
 				return err
 			}
 		}

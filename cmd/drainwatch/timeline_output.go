@@ -25,20 +25,14 @@ func checkOutput(format string) error {
 	return fmt.Errorf("-o %q: want text, wide, json or yaml", format)
 }
 
-// printOutput writes the yaml and wide outputs.
-func printOutput(w io.Writer, format string, views []exporter.TerminationView) error {
-	if views == nil {
-		views = []exporter.TerminationView{}
+// printYAML writes a document as YAML.
+func printYAML(w io.Writer, doc any) error {
+	data, err := yaml.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("encoding YAML: %w", err)
 	}
-	if format == "yaml" {
-		data, err := yaml.Marshal(exporter.TerminationList{Terminations: views})
-		if err != nil {
-			return fmt.Errorf("encoding YAML: %w", err)
-		}
-		_, err = w.Write(data)
-		return err
-	}
-	return writeWide(w, views, true)
+	_, err = w.Write(data)
+	return err
 }
 
 // wideHeader names writeWide's columns: a line per termination, what it lost.

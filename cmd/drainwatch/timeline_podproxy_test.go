@@ -64,9 +64,13 @@ func (d failingDaemon) Terminations(context.Context, url.Values) (exporter.Termi
 	return exporter.TerminationList{}, d.err
 }
 
+func (d failingDaemon) Startups(context.Context, url.Values) (exporter.StartupList, error) {
+	return exporter.StartupList{}, d.err
+}
+
 // TestTimelinePodProxy401SaysWhy: a daemon's 401 through the pod proxy (as
-// client-go reports a proxied 401) names the way that carries credentials;
-// any other error is left as it is.
+// client-go reports a proxied 401), to its terminations or its startups,
+// names the way that carries credentials; any other error is left as it is.
 func TestTimelinePodProxy401SaysWhy(t *testing.T) {
 	unauthorized := fmt.Errorf("pod proxy to drainwatch/dw-a:9090: %w",
 		apierrors.NewGenericServerResponse(http.StatusUnauthorized, "get", schema.GroupResource{Resource: "pods"}, "dw-a", "Unauthorized", 0, false))
@@ -78,9 +82,11 @@ func TestTimelinePodProxy401SaysWhy(t *testing.T) {
 			"--auth=kubernetes); ask it directly: --url https://NODE:9090 --certificate-authority CA.crt"},
 		{errors.New("connection refused"), "connection refused"},
 	} {
-		_, err := proxiedDaemon{failingDaemon{c.err}}.Terminations(context.Background(), nil)
-		if err == nil || err.Error() != c.want {
-			t.Errorf("error %v, want %s", err, c.want)
+		d := proxiedDaemon{failingDaemon{c.err}}
+		_, err := d.Terminations(context.Background(), nil)
+		_, startupsErr := d.Startups(context.Background(), nil)
+		if err == nil || err.Error() != c.want || startupsErr == nil || startupsErr.Error() != c.want {
+			t.Errorf("errors %v and (startups) %v, want %s", err, startupsErr, c.want)
 		}
 	}
 }

@@ -26,27 +26,31 @@ func (o oneTermination) Get(uid string) (correlate.Termination, bool) {
 	return correlate.Termination(o), uid == o.PodUID
 }
 
-func daemonWith(t *testing.T, pod string, refused int, stop time.Time) *httptest.Server {
-	t.Helper()
-	term := correlate.Termination{PodUID: "uid-" + pod, Pod: pod, Node: "node-" + pod, PodIP: netip.MustParseAddr("10.0.0.1"),
+// webTermination is an old pod of shop/web (revision 7) whose listener
+// closed 50 ms after the stop signal.
+func webTermination(pod string, refused int, stop time.Time) correlate.Termination {
+	return correlate.Termination{PodUID: "uid-" + pod, Pod: pod, Node: "node-" + pod, PodIP: netip.MustParseAddr("10.0.0.1"),
 		Workload: collector.Workload{Namespace: "shop", Kind: "Deployment", Name: "web", Revision: "7"}, GracePeriod: 30 * time.Second,
 		Marks:  correlate.Marks{DeleteRequested: stop.Add(-time.Second), Killing: stop.Add(-time.Second), StopSignal: stop, ListenerClosed: stop.Add(50 * time.Millisecond), Exit: stop.Add(time.Second)},
 		Counts: correlate.Counts{RefusedAfterSigterm: refused}, Outcome: "refused", Complete: true,
 		Diagnoses: []correlate.Diagnosis{{Code: "no_drain_delay", Message: "the listener closed 0.050s after the stop signal", Fix: "add preStop sleep ≥ 2s"}}}
-	s := httptest.NewServer(exporter.NewServer(exporter.ServerConfig{Source: oneTermination(term), Log: zerolog.Nop()}).Handler())
+}
+
+func daemonWith(t *testing.T, pod string, refused int, stop time.Time) *httptest.Server {
+	t.Helper()
+	return serveDaemon(t, webTermination(pod, refused, stop), nil)
+}
+
+// serveDaemon is a daemon's API holding one termination and startups.
+func serveDaemon(t *testing.T, term correlate.Termination, startups startupList) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(exporter.NewServer(exporter.ServerConfig{Source: oneTermination(term), Startups: startups, Log: zerolog.Nop()}).Handler())
 	t.Cleanup(s.Close)
 	return s
 }
 
-func TestTimelineAcrossDaemons(t *testing.T) {
-	base := time.Now().Add(-10 * time.Minute)
-	a, b := daemonWith(t, "web-b", 3, base.Add(time.Minute)), daemonWith(t, "web-a", 44, base)
-	var out, errOut strings.Builder
-	code := timelineCmd([]string{"--url", a.URL + "," + b.URL, "--workload", "web", "--since", "1h"}, &out, &errOut)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut.String())
-	}
-	want := `shop/web-a  Deployment web revision 7  node node-web-a  outcome refused
+// wantWebATimeline is webTermination("web-a", 44, ...)'s timeline.
+const wantWebATimeline = `shop/web-a  Deployment web revision 7  node node-web-a  outcome refused
   uid uid-web-a  ip 10.0.0.1  grace period 30.000s
      -1.000s  delete_requested
      -1.000s  killing
@@ -61,6 +65,16 @@ func TestTimelineAcrossDaemons(t *testing.T) {
   diagnosis no_drain_delay: the listener closed 0.050s after the stop signal
     fix: add preStop sleep ≥ 2s
 `
+
+func TestTimelineAcrossDaemons(t *testing.T) {
+	base := time.Now().Add(-10 * time.Minute)
+	a, b := daemonWith(t, "web-b", 3, base.Add(time.Minute)), daemonWith(t, "web-a", 44, base)
+	var out, errOut strings.Builder
+	code := timelineCmd([]string{"--url", a.URL + "," + b.URL, "--workload", "web", "--since", "1h"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	want := wantWebATimeline
 	if !strings.HasPrefix(out.String(), want+"\nshop/web-b ") {
 		t.Errorf("output:\n%s\nwant it to start with:\n%s", out.String(), want)
 	}
@@ -78,7 +92,8 @@ func TestTimelineJSONAndFilters(t *testing.T) {
 		t.Fatalf("json %v: %s", err, out.String())
 	}
 	out.Reset()
-	if code := timelineCmd([]string{"--url", s.URL, "--since", "1h"}, &out, &errOut); code != 0 || out.String() != "no termination matches\n" {
+	if code := timelineCmd([]string{"--url", s.URL, "--since", "1h"}, &out, &errOut); code != 0 ||
+		out.String() != "no termination matches\n\nNew pods (startups)\n\nno startup matches\n" {
 		t.Errorf("--since 1h: exit %d, output %q", code, out.String())
 	}
 	if code := timelineCmd([]string{"--url", "http://127.0.0.1:1"}, &out, &errOut); code != 1 {

@@ -461,6 +461,12 @@ static __always_inline void event_sock_addrs(struct event *e, const struct sock 
 {
 	e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
 	e->lport = BPF_CORE_READ(sk, __sk_common.skc_num);
+	/* Closing unhashes a socket and zeroes skc_num before its state
+	 * change, and before the RST of one closed with SO_LINGER 0 or with
+	 * unread data (tcp_close, tcp_disconnect): inet_sport, which the
+	 * kernel leaves in place, still holds the local port. */
+	if (!e->lport)
+		e->lport = bpf_ntohs(BPF_CORE_READ((const struct inet_sock *)sk, inet_sport));
 	e->rport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	if (e->family == AF_INET6) {
 		BPF_CORE_READ_INTO(&e->laddr, sk, __sk_common.skc_v6_rcv_saddr.in6_u.u6_addr8);

@@ -18,16 +18,6 @@
 /* Gives struct event a BTF entry, for bpf2go -type event. */
 const struct event *unused_event __attribute__((unused));
 
-/* Addresses of a full socket. Closing unhashes the socket before the state
- * change and zeroes skc_num then, so the local port comes from inet_sport,
- * which the kernel leaves in place. */
-static __always_inline void full_sock_addrs(struct event *e, const struct sock *sk)
-{
-	event_sock_addrs(e, sk);
-	if (!e->lport)
-		e->lport = bpf_ntohs(BPF_CORE_READ((struct inet_sock *)sk, inet_sport));
-}
-
 /* Whether the node-local task that opened the connection (filled in by
  * local_source) is the kubelet: its probes say nothing about routing. */
 static __always_inline bool from_probe(const struct event *e)
@@ -59,7 +49,7 @@ static __always_inline struct accept_stats *count_accept(__u32 netns, bool probe
 static __always_inline void hold_accept(const struct sock *sk, __u32 netns, __u64 cookie)
 {
 	struct event e = {};
-	full_sock_addrs(&e, sk);
+	event_sock_addrs(&e, sk);
 	local_source(&e);
 	bool probe = from_probe(&e);
 	struct accept_stats *s = count_accept(netns, probe);
@@ -82,7 +72,7 @@ static __always_inline void emit_sock(const struct sock *sk, __u8 type, __u32 ne
 		return;
 	e->netns = netns;
 	e->cookie = cookie;
-	full_sock_addrs(e, sk);
+	event_sock_addrs(e, sk);
 	if (type == EV_ACCEPT) {
 		local_source(e);
 		if (!watch_all)
@@ -154,7 +144,7 @@ static __always_inline void teardown(const struct sock *sk, int oldstate, int ne
 	e->cookie = cookie;
 	e->cause = close_cause();
 	e->inflight = inflight;
-	full_sock_addrs(e, sk);
+	event_sock_addrs(e, sk);
 	event_current(e);
 	local_source(e);
 	event_submit(e);

@@ -43,8 +43,12 @@ const startupWindow = 8 * time.Second
 // refused.
 func TestStartups(t *testing.T) {
 	c, ds := startCluster(t, "e2st-", 1)
-	t.Run("ready-before-listening", func(t *testing.T) { testReadyBeforeListening(t, c, ds) })
+	// ready-before-listening restarts the daemon last: a startup that
+	// overlaps the restart is partial (daemon_down), so the other runs
+	// before it; the next daemon runs until this test ends.
 	t.Run("resets-after-ready", func(t *testing.T) { testResetsAfterReady(t, c, ds) })
+	parent := t
+	t.Run("ready-before-listening", func(t *testing.T) { testReadyBeforeListening(t, parent, c, ds) })
 }
 
 // runStartup deploys dep's pod, runs the startup clients at it, and
@@ -68,7 +72,7 @@ func runStartup(ctx context.Context, t *testing.T, c *cluster.Cluster, ds []*nod
 	return pod, got, seen, clients
 }
 
-func testReadyBeforeListening(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
+func testReadyBeforeListening(t, parent *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := unique("e2e-startup")
@@ -81,7 +85,7 @@ func testReadyBeforeListening(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon
 	// it, the same (asked once it watches the pod again: its state is read
 	// before).
 	d.stop()
-	ds[0] = startDaemon(t, c.RestConfig, d.node, d.stateDir)
+	ds[0] = startDaemon(parent, c.RestConfig, d.node, d.stateDir)
 	waitWatching(ctx, t, ds, []corev1Pod{pod})
 	uid := string(pod.UID)
 	var again []correlate.Startup
@@ -116,8 +120,16 @@ func testResetsAfterReady(t *testing.T, c *cluster.Cluster, ds []*nodeDaemon) {
 			n, seen.RefusedBefore, seen.RefusedAfter, got.PartialReasons)
 	}
 	checkFirstAccept(t, got, seen.First)
-	if len(got.Diagnoses) != 1 || got.Diagnoses[0].Code != correlate.DiagReadyBeforeServing {
-		t.Errorf("diagnoses %+v, want %s", got.Diagnoses, correlate.DiagReadyBeforeServing)
+	// The pod's socket sends each RST after closing has given its port
+	// back (SO_LINGER 0): the port is still the traffic port's.
+	wantMsg := fmt.Sprintf("%d client connections reset by the pod after it was Ready: the first on port %d, ", seen.ResetAfter, cluster.ServerPort)
+	if len(got.Diagnoses) != 1 || got.Diagnoses[0].Code != correlate.DiagReadyBeforeServing || !strings.HasPrefix(got.Diagnoses[0].Message, wantMsg) {
+		t.Errorf("diagnoses %+v, want %s %q…", got.Diagnoses, correlate.DiagReadyBeforeServing, wantMsg)
+	}
+	for _, r := range got.Resets {
+		if r.Port != cluster.ServerPort || !r.Socket {
+			t.Errorf("reset %+v: want port %d, sent by a socket", r, cluster.ServerPort)
+		}
 	}
 	if v := counterSum(ds[0], "drainwatch_connections_reset_after_ready_total", got.Namespace); v != float64(seen.ResetAfter) {
 		t.Errorf("drainwatch_connections_reset_after_ready_total %v, want %d", v, seen.ResetAfter)

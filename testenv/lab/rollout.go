@@ -49,7 +49,8 @@ type rolloutRun struct {
 // terminations, applied with the real kubectl (the revision-2 pods
 // replaced have no preStop either); revision 3 → 4 restarts it (the
 // revision-3 pods sleep what advise said), and advise, asked about their
-// terminations, then has nothing to change. Reported per revision of the replaced pods, from Prometheus.
+// terminations, then has nothing to change. Reported per revision of the
+// replaced pods, from Prometheus.
 func rolloutScenario(ctx context.Context, l *Lab) ([]Result, error) {
 	run, err := l.rollout(ctx)
 	if err != nil {

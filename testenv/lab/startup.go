@@ -1,13 +1,10 @@
 package lab
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -140,7 +137,10 @@ func (s *StartupClients) client(ctx context.Context, addr string) []Attempt {
 		case err == nil:
 			a.Accepted = true
 			if s.Request {
-				a.Served, a.Reset = request(conn)
+				// The request on this connection, as client.Get records
+				// and classifies it (reset: ECONNRESET or EPIPE).
+				r := client.Get(ctx, func(context.Context, string, string) (net.Conn, error) { return conn, nil }, addr, "/work", time.Second, nil)
+				a.Served, a.Reset = r.Outcome == client.OK, r.Outcome == client.Reset
 			}
 			conn.Close()
 			if firstOK.IsZero() && (a.Served || !s.Request) {
@@ -152,20 +152,6 @@ func (s *StartupClients) client(ctx context.Context, addr string) []Attempt {
 		out = append(out, a)
 	}
 	return out
-}
-
-// request sends GET /work on conn and reads the answer's first line: served
-// when it is a 200, reset when the pod reset the connection instead
-// (ECONNRESET on the write or the read, EPIPE on a write after it).
-func request(conn net.Conn) (served, reset bool) {
-	_ = conn.SetDeadline(time.Now().Add(time.Second))
-	_, err := io.WriteString(conn, "GET /work HTTP/1.1\r\nHost: web\r\nConnection: close\r\n\r\n")
-	if err == nil {
-		var line string
-		line, err = bufio.NewReader(conn).ReadString('\n')
-		served = strings.HasPrefix(line, "HTTP/1.1 200 ")
-	}
-	return served, errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 func (s *StartupClients) isPaused() bool {

@@ -44,6 +44,35 @@ func CurrentSleep(c corev1.Container) (seconds int64, ok bool) {
 	return 0, false
 }
 
+// change is what an advice changes in a pod template: the indexes of the
+// containers that get the sleep (their preStop absent or a shorter sleep),
+// whether the grace period is raised, and notes for what it leaves alone.
+type change struct {
+	containers []int
+	grace      bool
+	notes      []string
+}
+
+// changeOf decides what a changes in spec; both patch forms build on it.
+func changeOf(a Advice, spec corev1.PodSpec, native bool) change {
+	var ch change
+	for i, c := range spec.Containers {
+		cur, ok := CurrentSleep(c)
+		if !ok {
+			ch.notes = append(ch.notes, fmt.Sprintf("container %s has a preStop hook other than a sleep: left alone; make it wait %d s before the server stops", c.Name, a.PrestopSleepSeconds))
+			continue
+		}
+		if cur < a.PrestopSleepSeconds {
+			ch.containers = append(ch.containers, i)
+		}
+	}
+	if len(ch.containers) > 0 && !native {
+		ch.notes = append(ch.notes, "this API server does not serve the preStop sleep action (Kubernetes < 1.34): the patch runs /bin/sh -c sleep, so the image needs a shell")
+	}
+	ch.grace = graceOf(spec) < a.TerminationGraceSeconds
+	return ch
+}
+
 // Patch is the strategic-merge patch that gives spec a's values, for the
 // pod template of a Deployment, StatefulSet or DaemonSet: the sleep on
 // every container whose preStop is absent or a shorter sleep (native when
@@ -54,33 +83,23 @@ func Patch(a Advice, spec corev1.PodSpec, native bool) (patch []byte, notes []st
 	if !a.Enough {
 		return nil, nil, nil
 	}
+	ch := changeOf(a, spec, native)
 	podPatch := map[string]any{}
 	var containers []any
-	for _, c := range spec.Containers {
-		cur, ok := CurrentSleep(c)
-		if !ok {
-			notes = append(notes, fmt.Sprintf("container %s has a preStop hook other than a sleep: left alone; make it wait %d s before the server stops", c.Name, a.PrestopSleepSeconds))
-			continue
-		}
-		if cur >= a.PrestopSleepSeconds {
-			continue
-		}
-		containers = append(containers, map[string]any{"name": c.Name, "lifecycle": map[string]any{"preStop": sleepHandler(a.PrestopSleepSeconds, native)}})
+	for _, i := range ch.containers {
+		containers = append(containers, map[string]any{"name": spec.Containers[i].Name, "lifecycle": map[string]any{"preStop": sleepHandler(a.PrestopSleepSeconds, native)}})
 	}
 	if len(containers) > 0 {
 		podPatch["containers"] = containers
-		if !native {
-			notes = append(notes, "this API server does not serve the preStop sleep action (Kubernetes < 1.34): the patch runs /bin/sh -c sleep, so the image needs a shell")
-		}
 	}
-	if graceOf(spec) < a.TerminationGraceSeconds {
+	if ch.grace {
 		podPatch["terminationGracePeriodSeconds"] = a.TerminationGraceSeconds
 	}
 	if len(podPatch) == 0 {
-		return nil, notes, nil
+		return nil, ch.notes, nil
 	}
 	patch, err = json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": podPatch}}})
-	return patch, notes, err
+	return patch, ch.notes, err
 }
 
 // sleepHandler replaces whatever sleep the hook had: null removes the

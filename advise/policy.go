@@ -27,12 +27,16 @@ const (
 // <prefix>.prestop_seconds, .grace_seconds and .evidence.
 func ParamKey(kind, name string) string { return strings.ToLower(kind) + "." + name }
 
-// The policy's CEL. sleepCEL reads a container's preStop sleep as
-// CurrentSleep does: the sleep action, or an exec that only sleeps.
+// The policy's CEL. measuredCEL is false for an object without a pod
+// template (a Rollout with spec.workloadRef): the checks are then true
+// before sleepCEL or graceCEL would read a field that is not there. sleepCEL
+// reads a container's preStop sleep as CurrentSleep does: the sleep action,
+// or an exec that only sleeps.
 const (
 	keyCEL      = `object.kind.lowerAscii() + '.' + object.metadata.name`
-	measuredCEL = `params != null && has(params.data) && (variables.key + '.prestop_seconds') in params.data`
-	sleepCEL    = `object.spec.template.spec.containers.map(c, ` +
+	measuredCEL = `has(object.spec.template) && has(object.spec.template.spec) && ` +
+		`params != null && has(params.data) && (variables.key + '.prestop_seconds') in params.data`
+	sleepCEL = `object.spec.template.spec.containers.map(c, ` +
 		`!has(c.lifecycle) || !has(c.lifecycle.preStop) ? 0 : ` +
 		`has(c.lifecycle.preStop.sleep) ? c.lifecycle.preStop.sleep.seconds : ` +
 		`has(c.lifecycle.preStop.exec) && has(c.lifecycle.preStop.exec.command) && ` +
@@ -49,8 +53,9 @@ const (
 )
 
 // Policy is the ValidatingAdmissionPolicy that warns (and audits) when a
-// Deployment or StatefulSet sleeps less in preStop, or gives less grace,
-// than its measured minimums.
+// Deployment, StatefulSet or Argo Rollout sleeps less in preStop, or gives
+// less grace, than its measured minimums. A Rollout with spec.workloadRef
+// has no template to check: it is matched and passes.
 func Policy() *admissionv1.ValidatingAdmissionPolicy {
 	ignore := admissionv1.Ignore
 	return &admissionv1.ValidatingAdmissionPolicy{
@@ -59,11 +64,10 @@ func Policy() *admissionv1.ValidatingAdmissionPolicy {
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: &ignore,
 			ParamKind:     &admissionv1.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
-			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
-					Rule:       admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments", "statefulsets"}},
-				}}}},
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{
+				createOrUpdate(admissionv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments", "statefulsets"}}),
+				createOrUpdate(admissionv1.Rule{APIGroups: []string{"argoproj.io"}, APIVersions: []string{"v1alpha1"}, Resources: []string{"rollouts"}}),
+			}},
 			Variables: []admissionv1.Variable{
 				{Name: "key", Expression: keyCEL}, {Name: "measured", Expression: measuredCEL},
 				{Name: "sleep", Expression: sleepCEL}, {Name: "grace", Expression: graceCEL},
@@ -74,6 +78,13 @@ func Policy() *admissionv1.ValidatingAdmissionPolicy {
 			},
 		},
 	}
+}
+
+// createOrUpdate matches r's objects when they are created or updated.
+func createOrUpdate(r admissionv1.Rule) admissionv1.NamedRuleWithOperations {
+	return admissionv1.NamedRuleWithOperations{RuleWithOperations: admissionv1.RuleWithOperations{
+		Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update}, Rule: r,
+	}}
 }
 
 // Binding applies the policy everywhere with Warn and Audit (never Deny),

@@ -25,3 +25,16 @@ func TestParamsOnlyForWorkloadsWithEnoughTerminations(t *testing.T) {
 		t.Errorf("%v\n%s", err, y)
 	}
 }
+
+func TestPolicyMatchesRollouts(t *testing.T) {
+	var matched []string
+	for _, r := range Policy().Spec.MatchConstraints.ResourceRules {
+		matched = append(matched, strings.Join(r.APIGroups, ",")+"/"+strings.Join(r.APIVersions, ",")+"/"+strings.Join(r.Resources, ","))
+	}
+	if got := strings.Join(matched, " "); got != "apps/v1/deployments,statefulsets argoproj.io/v1alpha1/rollouts" {
+		t.Errorf("matched %s", got)
+	}
+	if k := ParamKey("Rollout", "web"); k != "rollout.web" {
+		t.Errorf("ParamKey %s", k)
+	}
+}

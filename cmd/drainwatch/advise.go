@@ -26,10 +26,13 @@ and drain into a preStop sleep and a terminationGracePeriodSeconds:
 
 from at least --min-terminations complete, non-partial terminations; with
 fewer it says so and advises nothing (docs/advise.md). KIND/NAME is
-deploy/web, sts/web or ds/web. -o patch prints the strategic-merge patch
-kubectl applies unchanged:
+deploy/web, sts/web, ds/web or rollout/web (an Argo Rollout). -o patch
+prints the patch kubectl applies unchanged: a strategic merge, or for a
+Rollout a JSON patch (a Rollout with spec.workloadRef: a strategic merge
+of the Deployment it names, which stderr names):
 
   kubectl patch -n shop deploy/web -p "$(drainwatch advise -n shop deploy/web -o patch)"
+  kubectl patch -n shop rollout/web --type json -p "$(drainwatch advise -n shop rollout/web -o patch)"
 
 --emit-policy writes a ValidatingAdmissionPolicy (Warn, Audit), its binding
 and a ConfigMap of measured minimums per namespace, for kubectl apply -f -.
@@ -68,7 +71,7 @@ func adviseFlagSet(f *adviseFlags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.allNamespaces, "all-namespaces", false, "every namespace (-A)")
 	fs.BoolVar(&f.allNamespaces, "A", false, "short for --all-namespaces")
 	fs.StringVar(&f.since, "since", "", "only terminations with a mark after this: a duration back from now (24h) or an RFC 3339 time")
-	fs.StringVar(&f.format, "output", "text", "text, yaml, json or patch (a strategic-merge patch per workload; -o)")
+	fs.StringVar(&f.format, "output", "text", "text, yaml, json or patch (a strategic-merge patch per workload, a JSON patch per Rollout; -o)")
 	fs.StringVar(&f.format, "o", "text", "short for --output")
 	fs.IntVar(&f.rule.MinTerminations, "min-terminations", advise.DefaultRule.MinTerminations, "advise nothing for a workload with fewer measured terminations")
 	fs.Float64Var(&f.rule.Percentile, "percentile", advise.DefaultRule.Percentile, "the percentile (nearest rank) of routing lag and drain the values cover")
@@ -124,13 +127,14 @@ var workloadKinds = map[string]string{
 	"deploy": "Deployment", "deployment": "Deployment", "deployments": "Deployment",
 	"sts": "StatefulSet", "statefulset": "StatefulSet", "statefulsets": "StatefulSet",
 	"ds": "DaemonSet", "daemonset": "DaemonSet", "daemonsets": "DaemonSet",
+	"ro": "Rollout", "rollout": "Rollout", "rollouts": "Rollout",
 }
 
 func parseWorkloadArg(arg string) (kind, name string, err error) {
 	k, n, ok := strings.Cut(arg, "/")
 	kind = workloadKinds[strings.ToLower(k)]
 	if !ok || n == "" || kind == "" {
-		return "", "", fmt.Errorf("workload %q: want KIND/NAME with KIND deploy, sts or ds (deploy/web)", arg)
+		return "", "", fmt.Errorf("workload %q: want KIND/NAME with KIND deploy, sts, ds or rollout (deploy/web)", arg)
 	}
 	return kind, n, nil
 }

@@ -46,11 +46,13 @@ func (f adviseFlags) print(ctx context.Context, stdout, stderr io.Writer, advice
 	return advise.WriteText(stdout, advices)
 }
 
-// printPatches writes a strategic-merge patch per workload: alone (JSON
-// for kubectl patch -p) for one workload, else a YAML stream with one
-// document per workload, each preceded by the kubectl command that applies
-// it. A workload with too few terminations gets no patch: stderr says why.
-// One that needs no change gets {}.
+// printPatches writes a patch per workload: a strategic merge for a
+// Deployment, StatefulSet or DaemonSet, a JSON patch for an Argo Rollout
+// (a custom resource takes no strategic merge). One workload: the patch
+// alone (for kubectl patch -p); several: a YAML stream with one document
+// per workload, each preceded by the kubectl command that applies it, with
+// its --type. A workload with too few terminations gets no patch: stderr
+// says why. One that needs no change gets {} (or [] for a JSON patch).
 func (f adviseFlags) printPatches(ctx context.Context, stdout, stderr io.Writer, advices []advise.Advice) error {
 	api, err := f.workloadAPI()
 	if err != nil {
@@ -68,30 +70,48 @@ func (f adviseFlags) printPatches(ctx context.Context, stdout, stderr io.Writer,
 			fmt.Fprintf(stderr, "drainwatch advise: %s: %s\n", name, strings.Join(a.Why, "; "))
 			continue
 		}
-		spec, err := api.podSpec(ctx, a.Workload)
+		t, err := api.target(ctx, a.Workload)
 		if err != nil {
 			fmt.Fprintln(stderr, "drainwatch advise:", collector.Printable(err.Error()))
 			continue
 		}
-		patch, notes, err := advise.Patch(a, spec, native)
+		patch, patchType, notes, err := patchOf(a, t, native)
 		if err != nil {
 			return err
 		}
-		for _, n := range notes {
-			fmt.Fprintf(stderr, "drainwatch advise: %s: %s\n", name, n)
+		if t.note != "" {
+			notes = append([]string{t.note}, notes...)
 		}
-		if patch == nil {
-			patch = []byte("{}")
+		for _, n := range notes {
+			fmt.Fprintf(stderr, "drainwatch advise: %s: %s\n", name, collector.Printable(n))
 		}
 		if !single {
 			if docs > 0 {
 				fmt.Fprintln(stdout, "---")
 			}
-			fmt.Fprintf(stdout, "# kubectl patch -n %s %s/%s --type strategic --patch-file THIS-DOCUMENT\n",
-				collector.Printable(a.Workload.Namespace), strings.ToLower(a.Workload.Kind), collector.Printable(a.Workload.Name))
+			fmt.Fprintf(stdout, "# kubectl patch -n %s %s/%s --type %s --patch-file THIS-DOCUMENT\n",
+				collector.Printable(t.ref.Namespace), strings.ToLower(t.ref.Kind), collector.Printable(t.ref.Name), patchType)
 		}
 		fmt.Fprintf(stdout, "%s\n", patch)
 		docs++
 	}
 	return nil
+}
+
+// patchOf is a's patch of t and its kubectl --type: a JSON patch for a
+// Rollout, else a strategic merge. Nothing to change is [] or {}, which
+// kubectl applies as "patched (no change)".
+func patchOf(a advise.Advice, t patchTarget, native bool) (patch []byte, patchType string, notes []string, err error) {
+	if t.ref.Kind == "Rollout" {
+		patch, notes, err = advise.JSONPatch(a, t.spec, native)
+		if patch == nil {
+			patch = []byte("[]")
+		}
+		return patch, "json", notes, err
+	}
+	patch, notes, err = advise.Patch(a, t.spec, native)
+	if patch == nil {
+		patch = []byte("{}")
+	}
+	return patch, "strategic", notes, err
 }

@@ -90,7 +90,7 @@ func TestAdviseEmitPolicy(t *testing.T) {
 func TestAdviseFlagMistakes(t *testing.T) {
 	for args, msg := range map[string]string{
 		"deploy/web -A":        "drainwatch advise: -A with deploy/web: name the namespace with -n instead\n",
-		"pod/web":              `drainwatch advise: workload "pod/web": want KIND/NAME with KIND deploy, sts or ds (deploy/web)` + "\n",
+		"pod/web":              `drainwatch advise: workload "pod/web": want KIND/NAME with KIND deploy, sts, ds or rollout (deploy/web)` + "\n",
 		"-o wide":              `drainwatch advise: -o "wide": want text, yaml, json or patch` + "\n",
 		"-A -n shop":           "drainwatch advise: -A and -n contradict each other\n",
 		"--percentile 0":       "drainwatch advise: --percentile=0: want a number in (0, 100]\n",
@@ -105,5 +105,10 @@ func TestAdviseFlagMistakes(t *testing.T) {
 	f, err := parseAdviseFlags([]string{"-n", "shop", "sts/db", "-o", "patch"}, &strings.Builder{})
 	if err != nil || f.kind != "StatefulSet" || f.workload != "db" || f.format != "patch" || f.namespace != "shop" {
 		t.Errorf("%+v %v", f, err)
+	}
+	for _, arg := range []string{"ro/web", "rollout/web", "Rollouts/web"} {
+		if kind, name, err := parseWorkloadArg(arg); kind != "Rollout" || name != "web" || err != nil {
+			t.Errorf("%s: %s %s %v", arg, kind, name, err)
+		}
 	}
 }

@@ -54,6 +54,13 @@ type Advice struct {
 	Percentile              float64  `json:"percentile"`
 	Why                     []string `json:"why"`
 	Notes                   []string `json:"notes,omitempty"`
+
+	// From is FromPrometheus for advice from the shipped histograms, which
+	// count these instead of the split at the stop signal, of
+	// DrainCutBySigkill and of GracePeriod; empty for the daemons'.
+	From                      string `json:"from,omitempty"`
+	ResetsOutsideTerminations int    `json:"resets_on_reuse_outside_terminations,omitempty"`
+	RequestsKilledBySigkill   int    `json:"requests_killed_by_sigkill,omitempty"`
 }
 
 // samples are one workload's measurements before they are summarised.

@@ -34,8 +34,12 @@ func recommend(a *Advice, r Rule) {
 	notes(a)
 }
 
-// notes adds what the values rest on and what they do not cover.
+// notes adds what the values rest on and what they do not cover. Advice
+// from Prometheus has its own (histogramNotes).
 func notes(a *Advice) {
+	if a.From == FromPrometheus {
+		return
+	}
 	if a.DrainCutBySigkill > 0 {
 		a.Notes = append(a.Notes, fmt.Sprintf("SIGKILL ended the drain of %d of %d terminations: their drain is a lower bound, the server needs longer (or ignores its stop signal)",
 			a.DrainCutBySigkill, a.Terminations))

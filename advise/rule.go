@@ -2,7 +2,9 @@
 // a workload needs: a preStop sleep that outlasts the routing lag, and a
 // terminationGracePeriodSeconds that holds the sleep and the drain. It is
 // pure logic over correlate.Termination (no I/O, no clock): the rule is
-// written in docs/advise.md and tested here.
+// written in docs/advise.md and tested here. The one exception is
+// prometheus.go, which reads the shipped histograms from a Prometheus
+// server for AdviseHistograms (drainwatch advise --prometheus).
 package advise
 
 import (
@@ -62,6 +64,10 @@ type Stat struct {
 	P50 Seconds `json:"p50_seconds"`
 	P   Seconds `json:"percentile_seconds"`
 	Max Seconds `json:"max_seconds"`
+	// Above names the values (AboveP50, AboveP, AboveMax) a histogram put
+	// past its last bucket bound (advise --prometheus): they are set to
+	// that bound, and are only known to be longer.
+	Above []string `json:"above_last_bucket_bound,omitempty"`
 }
 
 // newStat summarises samples with the percentile p (nearest rank).
@@ -77,8 +83,13 @@ func newStat(samples []time.Duration, p float64) Stat {
 // nearestRank is the smallest sample with at least p % of the samples at
 // or below it: with fewer than 100 samples, p99 is the largest.
 func nearestRank(sorted []time.Duration, p float64) time.Duration {
-	i := int(math.Ceil(p/100*float64(len(sorted)))) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
+	return sorted[nearestRankIndex(len(sorted), p)]
+}
+
+// nearestRankIndex is the nearest rank's index into n sorted samples.
+func nearestRankIndex(n int, p float64) int {
+	i := int(math.Ceil(p/100*float64(n))) - 1
+	return max(0, min(i, n-1))
 }
 
 // ceilSeconds rounds d up to whole seconds: the sleep action and the grace

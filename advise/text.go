@@ -3,6 +3,7 @@ package advise
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +31,7 @@ func writeBlock(b *strings.Builder, a Advice) {
 	pct := fmt.Sprintf("p%g", a.Percentile)
 	row := func(name string, s Stat) {
 		fmt.Fprintf(b, "  %-30s %2d terminations  p50 %s  %s %s  max %s\n", name, s.N,
-			sec(time.Duration(s.P50)), pct, sec(time.Duration(s.P)), sec(time.Duration(s.Max)))
+			s.text(AboveP50, s.P50), pct, s.text(AboveP, s.P), s.text(AboveMax, s.Max))
 	}
 	row("routing lag", a.RoutingLag)
 	for _, s := range a.Sources {
@@ -38,8 +39,13 @@ func writeBlock(b *strings.Builder, a Advice) {
 	}
 	row("drain (exit − stop signal)", a.Drain)
 	row("grace used (exit − deletion)", a.GraceUsed)
-	fmt.Fprintf(b, "  grace period given: %s; drains ended by SIGKILL: %d; requests reset on reuse: %d (%d before the stop signal)\n",
-		sec(time.Duration(a.GracePeriod)), a.DrainCutBySigkill, a.ResetsOnReuse, a.ResetsBeforeStopSignal)
+	if a.From == FromPrometheus {
+		fmt.Fprintf(b, "  from Prometheus (values are bucket upper bounds): requests killed by SIGKILL: %d; requests reset on reuse: %d during terminations, %d outside them\n",
+			a.RequestsKilledBySigkill, a.ResetsOnReuse, a.ResetsOutsideTerminations)
+	} else {
+		fmt.Fprintf(b, "  grace period given: %s; drains ended by SIGKILL: %d; requests reset on reuse: %d (%d before the stop signal)\n",
+			sec(time.Duration(a.GracePeriod)), a.DrainCutBySigkill, a.ResetsOnReuse, a.ResetsBeforeStopSignal)
+	}
 	if a.Enough {
 		b.WriteString("  advice:\n")
 	}
@@ -49,4 +55,13 @@ func writeBlock(b *strings.Builder, a Advice) {
 	for _, n := range a.Notes {
 		fmt.Fprintf(b, "  note: %s\n", n)
 	}
+}
+
+// text writes one of s's values; one past the histogram's last bucket as
+// ">bound".
+func (s Stat) text(name string, v Seconds) string {
+	if slices.Contains(s.Above, name) {
+		return ">" + sec(time.Duration(v))
+	}
+	return sec(time.Duration(v))
 }

@@ -18,7 +18,8 @@ import (
 const adviseUsage = `Usage: drainwatch advise [KIND/NAME] [-n NAMESPACE | -A] [-o text|yaml|json|patch] [flags]
 
 Reads the terminations the daemons hold (through the API server's pod proxy,
-or --url daemons directly) and, per workload, turns the measured routing lag
+or --url daemons directly; or, with --prometheus URL, the shipped histograms
+over --since) and, per workload, turns the measured routing lag
 and drain into a preStop sleep and a terminationGracePeriodSeconds:
 
   preStop sleep = ceil(p<percentile> routing lag + margin) seconds
@@ -48,6 +49,7 @@ type adviseFlags struct {
 	kind          string
 	rule          advise.Rule
 	emitPolicy    bool
+	prom          prometheusFlags
 }
 
 func parseAdviseFlags(args []string, stderr io.Writer) (adviseFlags, error) {
@@ -66,6 +68,7 @@ func adviseFlagSet(f *adviseFlags, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, adviseUsage); fs.PrintDefaults() }
 	f.daemonFlags(fs)
+	f.prom.register(fs)
 	fs.StringVar(&f.namespace, "namespace", "", "the workloads of this namespace (-n; default: the kubeconfig's, else default)")
 	fs.StringVar(&f.namespace, "n", "", "short for --namespace")
 	fs.BoolVar(&f.allNamespaces, "all-namespaces", false, "every namespace (-A)")
@@ -119,6 +122,9 @@ func (f *adviseFlags) check(args []string) error {
 	if err := f.rule.Check(); err != nil {
 		return err
 	}
+	if err := f.checkPrometheus(); err != nil || f.prom.url != "" {
+		return err
+	}
 	return f.checkURLs()
 }
 
@@ -156,6 +162,9 @@ func adviseCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), f.timeout)
 	defer cancel()
+	if f.prom.url != "" {
+		return f.advisePrometheus(ctx, stdout, stderr)
+	}
 	terms, err := f.terminations(ctx, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "drainwatch advise:", err)

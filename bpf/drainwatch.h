@@ -46,6 +46,7 @@ enum event_type {
 	EV_EXIT = 7,
 	EV_CONN_CLOSED_INFLIGHT = 8,
 	EV_BLACKHOLED = 9,
+	EV_IDLE_CLOSE = 10,
 };
 
 /* What made a connection in flight: same numbers as collector.InflightKind. */
@@ -88,7 +89,8 @@ struct event {
 	__u8 target_init;
 	__u8 inflight;     /* enum inflight_kind, for EV_CONN_CLOSED_INFLIGHT */
 	__u8 pad[2];
-	__u32 seq;         /* refused: the SYN's sequence number (host byte order) */
+	__u32 seq;         /* refused, blackholed: the SYN's sequence number (host
+	                    * byte order); idle_close: the idle time in ms */
 	char comm[16];
 	char sender_comm[16];
 };

@@ -10,7 +10,12 @@
  *
  * An accept in a pod that is not terminating costs a map update, not a
  * ring-buffer record (hold_accept): only scopes with SCOPE_DETAIL (a
- * termination, or trace) send one per connection. */
+ * termination, or trace) send one per connection.
+ *
+ * The server closing an idle keep-alive connection (its idle timeout) is
+ * sent whatever the scope's flags, with how long the connection had
+ * carried no data: a pool in front that reuses it later is answered with
+ * a reset (correlate/keepalive.go). */
 #include "drainwatch.h"
 #include "inflight.h"
 #include "sources.h"
@@ -117,6 +122,49 @@ static __always_inline bool never_accepted(const struct sock *sk)
 	return BPF_CORE_READ(sk, sk_socket) == NULL;
 }
 
+/* The idle time user space sets (collector/kernel/compat.go): the kernel's
+ * tick (1/HZ) in ns, and the shortest idle close reported, in jiffies. A
+ * server that closes right after its answer (Connection: close) is not
+ * an idle timeout. */
+volatile const __u64 tick_ns = 4000000;
+volatile const __u32 idle_close_jiffies = 25;
+
+/* How long an established connection has carried no data, in jiffies: since
+ * the last data sent (lsndtime) or received (icsk_ack.lrcvtime), the clocks
+ * a server's idle timeout follows. Not tcp_mstamp: TCP keepalive probes
+ * (Go's servers send them every 15 s) and their ACKs move it, and they are
+ * not requests. */
+static __always_inline __u32 idle_jiffies(const struct sock *sk)
+{
+	const struct tcp_sock *tp = (const struct tcp_sock *)sk;
+	__u32 last = BPF_CORE_READ(tp, lsndtime);
+	__u32 rcv = BPF_CORE_READ(tp, inet_conn.icsk_ack.lrcvtime);
+	if (seq_after(rcv, last))
+		last = rcv;
+	return (__u32)bpf_jiffies64() - last;
+}
+
+/* An idle connection the server closes itself (ESTABLISHED -> FIN_WAIT1,
+ * close or shutdown, not exiting): its idle time in ms, in seq. */
+static __always_inline void idle_close(const struct sock *sk, __u64 cookie)
+{
+	if (BPF_CORE_READ(current_task(), flags) & PF_EXITING)
+		return;
+	__u32 idle = idle_jiffies(sk);
+	if ((__s32)idle < (__s32)idle_close_jiffies)
+		return;
+	struct event *e = event_reserve(EV_IDLE_CLOSE);
+	if (!e)
+		return;
+	e->netns = sock_netns(sk);
+	e->cookie = cookie;
+	e->cause = CAUSE_CLOSE;
+	e->seq = (__u32)((__u64)idle * tick_ns / 1000000);
+	event_sock_addrs(e, sk);
+	event_current(e);
+	event_submit(e);
+}
+
 /* The end of an accepted connection: reported when a request or stream was
  * in flight (conn_inflight), or when the connection dies in its listener's
  * accept queue, which the client sees as a reset whatever it had sent. */
@@ -135,6 +183,10 @@ static __always_inline void teardown(const struct sock *sk, int oldstate, int ne
 	 * not. */
 	if (BPF_CORE_READ(sk, sk_err))
 		return;
+	if (inflight == INFLIGHT_NONE && oldstate == DW_TCP_ESTABLISHED && newstate == DW_TCP_FIN_WAIT1) {
+		idle_close(sk, cookie);
+		return;
+	}
 	if (inflight == INFLIGHT_NONE && !(newstate == DW_TCP_CLOSE && never_accepted(sk)))
 		return;
 	struct event *e = event_reserve(EV_CONN_CLOSED_INFLIGHT);

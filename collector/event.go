@@ -38,6 +38,12 @@ const (
 	// NetnsIno the namespace of the device that dropped it (the node's, or
 	// another pod's for a flooded copy).
 	EventBlackholed
+	// EventIdleClose is the pod's server closing an accepted connection
+	// that had carried no data for at least kernel.IdleCloseMin (its
+	// keep-alive idle timeout): Seq is that idle time in ms (Idle), PID
+	// and Comm the closing task. A pool in front that reuses the
+	// connection afterwards gets a reset on reuse.
+	EventIdleClose
 	// NumEventTypes counts the types, EventUnknown included: the length of
 	// arrays indexed by EventType.
 	NumEventTypes
@@ -104,7 +110,8 @@ type Event struct {
 	// refused and reset events.
 	Reason uint32
 	// Seq is the refused SYN's sequence number: a SYN the client
-	// retransmits (its RST was lost on the way) carries the same one.
+	// retransmits (its RST was lost on the way) carries the same one. For
+	// idle_close, the connection's idle time in ms (Idle).
 	Seq uint32
 
 	// Signal fields: Signal number, the sender, and whether the target is the
@@ -131,6 +138,15 @@ type Event struct {
 	// torn down and what was in flight.
 	Cause    CloseCause
 	Inflight InflightKind
+}
+
+// Idle is an idle_close's idle time: how long the connection had carried
+// no data when the server closed it, to the kernel's tick (1/HZ).
+func (e *Event) Idle() time.Duration {
+	if e.Type != EventIdleClose {
+		return 0
+	}
+	return time.Duration(e.Seq) * time.Millisecond
 }
 
 // InflightKind says what made a connection in flight when it was torn down.

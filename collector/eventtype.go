@@ -49,6 +49,9 @@ var eventKinds = [NumEventTypes]EventKind{
 	// A drop comes after the pod's network is gone, so after its
 	// termination opened: nothing to replay.
 	EventBlackholed: {Name: "blackholed", Replay: ReplayNever, Text: socketText},
+	// The correlator keeps idle closes per pod whether it terminates or
+	// not: nothing to replay.
+	EventIdleClose: {Name: "idle_close", Replay: ReplayNever, Text: idleText},
 }
 
 // Kind returns the type's row of the table (the unknown row for a type

@@ -11,7 +11,7 @@ func TestEventKindsComplete(t *testing.T) {
 			t.Errorf("%d: incomplete row %+v", typ, k)
 		}
 	}
-	if got := EventType(NumEventTypes).String(); got != "type(10)" {
-		t.Errorf("an unknown type prints %q, want type(9)", got)
+	if got := EventType(NumEventTypes).String(); got != "type(11)" {
+		t.Errorf("an unknown type prints %q, want type(11)", got)
 	}
 }

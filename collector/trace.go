@@ -34,6 +34,7 @@ type TraceRecord struct {
 	ExitSignal   uint32 `json:"exit_signal,omitempty"`
 	Cause        string `json:"cause,omitempty"`
 	Inflight     string `json:"inflight,omitempty"`
+	IdleMS       uint32 `json:"idle_ms,omitempty"`
 }
 
 func traceRecord(ev *Event) TraceRecord {
@@ -52,6 +53,8 @@ func traceRecord(ev *Event) TraceRecord {
 		j.ExitCode = &code
 	case EventConnClosedInflight:
 		j.Cause, j.Inflight = ev.Cause.String(), ev.Inflight.String()
+	case EventIdleClose:
+		j.IdleMS = ev.Seq
 	}
 	return j
 }
@@ -91,6 +94,12 @@ func signalText(b *strings.Builder, j *TraceRecord) {
 
 func exitText(b *strings.Builder, j *TraceRecord) {
 	fmt.Fprintf(b, " pid=%d comm=%s code=%d sig=%d init=%t", j.PID, j.Comm, *j.ExitCode, j.ExitSignal, j.TargetInit)
+}
+
+// idleText is an idle_close's: the connection, how long it was idle and
+// the task that closed it.
+func idleText(b *strings.Builder, j *TraceRecord) {
+	fmt.Fprintf(b, " %s <- %s idle=%dms pid=%d comm=%s", j.Local, j.Remote, j.IdleMS, j.PID, j.Comm)
 }
 
 func socketText(b *strings.Builder, j *TraceRecord) {

@@ -8,9 +8,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
 )
 
 // rcvFunctions are the functions whose discard path frees a SYN that found
@@ -27,6 +29,9 @@ func setCompat(spec *ebpf.CollectionSpec) error {
 			return fmt.Errorf("setting cookie_helper: %w", err)
 		}
 	}
+	if err := setIdleTimes(spec); err != nil {
+		return err
+	}
 	if _, ok := spec.Programs["kfree_skb_rcv_syn"]; !ok {
 		return nil
 	}
@@ -38,6 +43,47 @@ func setCompat(spec *ebpf.CollectionSpec) error {
 		return fmt.Errorf("setting rcv_ranges: %w", err)
 	}
 	return nil
+}
+
+// IdleCloseMin is the shortest idle time of a connection the server closes
+// that bpf/sock_state.bpf.c reports (EventIdleClose): shorter is a server
+// closing after its answer, not an idle timeout.
+const IdleCloseMin = 100 * time.Millisecond
+
+// setIdleTimes sets sock_state's tick and idle threshold: the kernel
+// counts a connection's last data in jiffies, whose length (1/HZ) is
+// CLOCK_MONOTONIC_COARSE's resolution.
+func setIdleTimes(spec *ebpf.CollectionSpec) error {
+	v := spec.Variables["tick_ns"]
+	if v == nil {
+		return nil
+	}
+	tick, err := kernelTick()
+	if err != nil {
+		return err
+	}
+	if err := v.Set(uint64(tick)); err != nil {
+		return fmt.Errorf("setting tick_ns: %w", err)
+	}
+	jiffies := uint32((IdleCloseMin + tick - 1) / tick)
+	if err := spec.Variables["idle_close_jiffies"].Set(jiffies); err != nil {
+		return fmt.Errorf("setting idle_close_jiffies: %w", err)
+	}
+	return nil
+}
+
+// kernelTick is the length of a jiffy: CLOCK_MONOTONIC_COARSE's
+// resolution (TICK_NSEC).
+func kernelTick() (time.Duration, error) {
+	var ts unix.Timespec
+	if err := unix.ClockGetres(unix.CLOCK_MONOTONIC_COARSE, &ts); err != nil {
+		return 0, fmt.Errorf("reading the kernel's tick (clock_getres CLOCK_MONOTONIC_COARSE): %w", err)
+	}
+	tick := time.Duration(ts.Nano())
+	if tick <= 0 || tick > 100*time.Millisecond {
+		return 0, fmt.Errorf("the kernel's tick of %v (clock_getres CLOCK_MONOTONIC_COARSE) is not 1/HZ of a kernel with 10 <= HZ", tick)
+	}
+	return tick, nil
 }
 
 // kernelHasFunc reports whether kernel BTF describes the function: how a

@@ -131,21 +131,23 @@ type sockStateSynSlots struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	sockStateMapConnFull     = "conn_full"
-	sockStateMapConns        = "conns"
-	sockStateMapEvents       = "events"
-	sockStateMapGroupExits   = "group_exits"
-	sockStateMapLocalDsts    = "local_dsts"
-	sockStateMapLocalSyns    = "local_syns"
-	sockStateMapLost         = "lost"
-	sockStateMapLruInserts   = "lru_inserts"
-	sockStateMapProbeComms   = "probe_comms"
-	sockStateMapScopeAccepts = "scope_accepts"
-	sockStateMapScopes       = "scopes"
-	sockStateProgSockState   = "sock_state"
-	sockStateVarCookieHelper = "cookie_helper"
-	sockStateVarUnusedEvent  = "unused_event"
-	sockStateVarWatchAll     = "watch_all"
+	sockStateMapConnFull         = "conn_full"
+	sockStateMapConns            = "conns"
+	sockStateMapEvents           = "events"
+	sockStateMapGroupExits       = "group_exits"
+	sockStateMapLocalDsts        = "local_dsts"
+	sockStateMapLocalSyns        = "local_syns"
+	sockStateMapLost             = "lost"
+	sockStateMapLruInserts       = "lru_inserts"
+	sockStateMapProbeComms       = "probe_comms"
+	sockStateMapScopeAccepts     = "scope_accepts"
+	sockStateMapScopes           = "scopes"
+	sockStateProgSockState       = "sock_state"
+	sockStateVarCookieHelper     = "cookie_helper"
+	sockStateVarIdleCloseJiffies = "idle_close_jiffies"
+	sockStateVarTickNs           = "tick_ns"
+	sockStateVarUnusedEvent      = "unused_event"
+	sockStateVarWatchAll         = "watch_all"
 )
 
 // loadSockState returns the embedded CollectionSpec for sockState.
@@ -214,9 +216,11 @@ type sockStateMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type sockStateVariableSpecs struct {
-	CookieHelper *ebpf.VariableSpec `ebpf:"cookie_helper"`
-	UnusedEvent  *ebpf.VariableSpec `ebpf:"unused_event"`
-	WatchAll     *ebpf.VariableSpec `ebpf:"watch_all"`
+	CookieHelper     *ebpf.VariableSpec `ebpf:"cookie_helper"`
+	IdleCloseJiffies *ebpf.VariableSpec `ebpf:"idle_close_jiffies"`
+	TickNs           *ebpf.VariableSpec `ebpf:"tick_ns"`
+	UnusedEvent      *ebpf.VariableSpec `ebpf:"unused_event"`
+	WatchAll         *ebpf.VariableSpec `ebpf:"watch_all"`
 }
 
 // sockStateObjects contains all objects after they have been loaded into the kernel.
@@ -272,9 +276,11 @@ func (m *sockStateMaps) Close() error {
 //
 // It can be passed to loadSockStateObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sockStateVariables struct {
-	CookieHelper *ebpf.Variable `ebpf:"cookie_helper"`
-	UnusedEvent  *ebpf.Variable `ebpf:"unused_event"`
-	WatchAll     *ebpf.Variable `ebpf:"watch_all"`
+	CookieHelper     *ebpf.Variable `ebpf:"cookie_helper"`
+	IdleCloseJiffies *ebpf.Variable `ebpf:"idle_close_jiffies"`
+	TickNs           *ebpf.Variable `ebpf:"tick_ns"`
+	UnusedEvent      *ebpf.Variable `ebpf:"unused_event"`
+	WatchAll         *ebpf.Variable `ebpf:"watch_all"`
 }
 
 // sockStatePrograms contains all programs after they have been loaded into the kernel.

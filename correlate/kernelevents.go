@@ -85,6 +85,8 @@ func (c *Correlator) dispatch(p *podState, container string, e *collector.Event)
 		c.connClosed(p.Term, e)
 	case collector.EventBlackholed:
 		c.blackholed(p, e)
+	case collector.EventIdleClose:
+		c.idleClosed(p, e)
 	default:
 		return false
 	}

@@ -58,6 +58,7 @@ func (c *Correlator) begin(p *podState, start time.Time) {
 		IDs: containerIDs(p.Pod)}
 	identify(&t.T, p.Pod)
 	t.T.Marks.LastAccept = p.LastAccept
+	t.T.KeepAlive = p.KeepAlive
 	p.Term = t
 	// Kubelet Events that raced ahead of the deletion belong to it; older
 	// ones are from container restarts.

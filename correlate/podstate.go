@@ -55,6 +55,11 @@ type podState struct {
 	// OutsideKill is the latest SIGKILL from outside the pod's containers
 	// seen while no termination was open.
 	OutsideKill time.Time `json:"outside_kill,omitzero"`
+	// KeepAlive measures the idle timeouts of the pod's server and of the
+	// pools in front of it (keepalive.go), from IdleCloses, its latest
+	// idle closes; a termination's record carries a copy.
+	KeepAlive  KeepAlive `json:"keep_alive,omitzero"`
+	IdleCloses idleRing  `json:"idle_closes,omitzero"`
 
 	Term *termState `json:"term,omitempty"`
 	// Startup is the pod's startup while it is open (startup.go).

@@ -68,6 +68,7 @@ func (c *Correlator) resetOnReuse(p *podState, e *collector.Event) bool {
 	if reason == "" || e.SockCookie == 0 || inPod(e) {
 		return reason != ""
 	}
+	poolReuse(p, e)
 	t := p.Term
 	if t == nil {
 		c.addSteadyReuse(p.Pod.Workload)
@@ -140,7 +141,8 @@ func resetOnReuse(t Termination) *Diagnosis {
 		d.Fix = "keep serving keep-alive connections until routing has converged (preStop sleep, a drain delay" + routingLagText(t) +
 			"), then answer with `Connection: close` instead of closing idle connections under the proxy; keep the proxy's upstream idle timeout shorter than the server's"
 	} else {
-		d.Fix = "make the server's keep-alive idle timeout longer than every upstream pool's (Go http.Server.IdleTimeout > nginx keepalive_timeout / haproxy timeout http-keep-alive / Envoy idle_timeout)"
+		d.Fix = "make the server's keep-alive idle timeout longer than every upstream pool's (Go http.Server.IdleTimeout > nginx keepalive_timeout / haproxy timeout http-keep-alive / Envoy idle_timeout)" +
+			idleTimeoutText(t.KeepAlive)
 	}
 	return d
 }

@@ -180,3 +180,38 @@ func TestResetOnReuseBeforeTheTerminationOpens(t *testing.T) {
 		t.Errorf("termination %d, steady %v; want 1 and 1", got.Counts.RequestsResetOnReusedConnections, steady)
 	}
 }
+
+// idleClosed is the pod's server closing the idle connection cookie after
+// idleMs without data.
+func idleClosed(cookie uint64, idleMs uint32, at time.Time) collector.Event {
+	e := sock(collector.EventIdleClose, netA, ipA, cookie, at)
+	e.Seq, e.PID, e.Cause = idleMs, initPID, collector.CauseClose
+	return e
+}
+
+// TestKeepAliveIdleTimeouts: the server's idle closes before the stop
+// signal and the resets on reuse that follow them measure both idle
+// timeouts: the pool held connection 11 idle -5 − (-2000 − 5000) = 6995
+// ms, connection 12 -4 − (-1900 − 5004) = 6900 ms. The shutdown's close
+// of connection 13 after the stop signal, its reset, and a reset whose
+// close was not seen (14) measure nothing; the fix names the numbers.
+func TestKeepAliveIdleTimeouts(t *testing.T) {
+	evs := protocol(false)
+	steps := []any{
+		idleClosed(11, 5000, ms(-2000)), idleClosed(12, 5004, ms(-1900)),
+		rst(11, reasonAbortOnData, ms(-5)), rst(12, reasonTimewait, ms(-4)), rst(14, reasonTimewait, ms(-3)),
+		idleClosed(13, 3000, ms(200)), rst(13, reasonTimewait, ms(1600)),
+	}
+	evs = append(append(slices.Clone(evs[:len(evs)-2]), steps...), evs[len(evs)-2:]...)
+	got := finish(t, New(Config{}), evs, ms(60000))
+	want := KeepAlive{IdleCloses: 2, IdleMin: 5000 * time.Millisecond, IdleMax: 5004 * time.Millisecond, PoolReuses: 2, PoolIdleMax: 6995 * time.Millisecond}
+	if got.KeepAlive != want {
+		t.Errorf("keep-alive %+v, want %+v", got.KeepAlive, want)
+	}
+	d := diagnosis(got, DiagResetOnReuse)
+	const fix = "make the server's keep-alive idle timeout longer than every upstream pool's (Go http.Server.IdleTimeout > nginx keepalive_timeout / haproxy timeout http-keep-alive / Envoy idle_timeout)" +
+		": the server closed idle connections after 5.000s to 5.004s, a pool reused one 6.995s after its last data (2 such resets); the server's timeout must exceed 6.995s"
+	if d.Fix != fix {
+		t.Errorf("fix\n%q\nwant\n%q", d.Fix, fix)
+	}
+}

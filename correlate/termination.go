@@ -161,6 +161,10 @@ type Termination struct {
 	Counts Counts `json:"counts"`
 	// ReuseResets details Counts.RequestsResetOnReusedConnections.
 	ReuseResets ReuseResets `json:"reuse_resets,omitzero"`
+	// KeepAlive is the pod's server's idle timeout and the pools' in front
+	// of it as its idle closes and the resets on reuse after them measured
+	// them, over the pod's life until the stop signal (keepalive.go).
+	KeepAlive KeepAlive `json:"keep_alive,omitzero"`
 
 	ExitCode   int32  `json:"exit_code"`
 	ExitSignal uint32 `json:"exit_signal,omitempty"`

@@ -47,7 +47,16 @@ type Advice struct {
 	// the stop signal are the idle-timeout inversion.
 	ResetsOnReuse           int      `json:"resets_on_reuse"`
 	ResetsBeforeStopSignal  int      `json:"resets_on_reuse_before_stop_signal"`
-	Enough                  bool     `json:"enough"`
+	// KeepAlive is the idle timeouts the daemons measured on the
+	// workload's pods (correlate.KeepAlive, each pod once): the server's
+	// idle closes and a pool's reuses of the connections they closed.
+	KeepAlive KeepAlive `json:"keep_alive,omitzero"`
+	// ServerIdleTimeoutSeconds is the idle timeout the server needs,
+	// above every pool's in front of it, when a pool reused a connection
+	// the server had closed idle. Not in -o patch: it is the server's own
+	// setting.
+	ServerIdleTimeoutSeconds int64 `json:"server_idle_timeout_seconds,omitempty"`
+	Enough                   bool  `json:"enough"`
 	PrestopSleepSeconds     int64    `json:"prestop_sleep_seconds,omitempty"`
 	TerminationGraceSeconds int64    `json:"termination_grace_period_seconds,omitempty"`
 	Rule                    string   `json:"rule"`
@@ -63,11 +72,24 @@ type Advice struct {
 	RequestsKilledBySigkill   int    `json:"requests_killed_by_sigkill,omitempty"`
 }
 
+// KeepAlive sums correlate.KeepAlive over a workload's pods.
+type KeepAlive struct {
+	Pods        int     `json:"pods"`
+	IdleCloses  int     `json:"idle_closes"`
+	IdleMin     Seconds `json:"server_idle_min_seconds"`
+	IdleMax     Seconds `json:"server_idle_max_seconds"`
+	PoolReuses  int     `json:"pool_reuses"`
+	PoolIdleMax Seconds `json:"pool_idle_max_seconds"`
+}
+
 // samples are one workload's measurements before they are summarised.
 type samples struct {
 	lag, drain, grace []time.Duration
 	sources           map[string]*sourceSamples
-	advice            Advice
+	// keepAlive is each pod's latest measurements: a pod's terminations
+	// (container restarts, then its own) carry its life's so far.
+	keepAlive map[string]correlate.KeepAlive
+	advice    Advice
 }
 
 type sourceSamples struct {
@@ -108,6 +130,12 @@ func usable(t correlate.Termination) bool {
 
 func (s *samples) add(t correlate.Termination) {
 	a := &s.advice
+	if k := t.KeepAlive; k.IdleCloses > 0 && k.IdleCloses >= s.keepAlive[t.PodUID].IdleCloses {
+		if s.keepAlive == nil {
+			s.keepAlive = map[string]correlate.KeepAlive{}
+		}
+		s.keepAlive[t.PodUID] = k
+	}
 	if !usable(t) {
 		a.Skipped++
 		return
@@ -180,6 +208,17 @@ func (s *samples) apply(r Rule) Advice {
 	slices.SortFunc(a.Sources, func(x, y SourceLag) int {
 		return cmp.Or(cmp.Compare(y.Lag.P, x.Lag.P), cmp.Compare(x.Source, y.Source))
 	})
+	for _, k := range s.keepAlive {
+		ka := &a.KeepAlive
+		if ka.Pods == 0 || Seconds(k.IdleMin) < ka.IdleMin {
+			ka.IdleMin = Seconds(k.IdleMin)
+		}
+		ka.Pods++
+		ka.IdleCloses += k.IdleCloses
+		ka.IdleMax = max(ka.IdleMax, Seconds(k.IdleMax))
+		ka.PoolReuses += k.PoolReuses
+		ka.PoolIdleMax = max(ka.PoolIdleMax, Seconds(k.PoolIdleMax))
+	}
 	recommend(&a, r)
 	return a
 }

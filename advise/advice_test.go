@@ -170,3 +170,46 @@ func TestAdviseBlackholedLag(t *testing.T) {
 		t.Errorf("lag %+v, sleep %d; want p99 1.6 s, sleep 3 s", a.RoutingLag, a.PrestopSleepSeconds)
 	}
 }
+
+// TestAdviseServerIdleTimeout: a pool that reused connections the server
+// had closed idle calls for an idle timeout above the longest such reuse,
+// from each pod's latest measurements once (pod a's container restart and
+// its termination carry the same life), summed over pods.
+func TestAdviseServerIdleTimeout(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	withKA := func(t correlate.Termination, pod string, k correlate.KeepAlive) correlate.Termination {
+		t.PodUID, t.KeepAlive = pod, k
+		return t
+	}
+	restart := withKA(term(0, 0), "a", correlate.KeepAlive{IdleCloses: 3, IdleMin: ms(5000), IdleMax: ms(5004), PoolReuses: 1, PoolIdleMax: ms(6100)})
+	restart.Container = "server"
+	terms := []correlate.Termination{
+		restart,
+		withKA(term(ms(1200), ms(300)), "a", correlate.KeepAlive{IdleCloses: 5, IdleMin: ms(5000), IdleMax: ms(5008), PoolReuses: 2, PoolIdleMax: ms(6995)}),
+		withKA(term(ms(1500), ms(400)), "b", correlate.KeepAlive{IdleCloses: 2, IdleMin: ms(4996), IdleMax: ms(5000), PoolReuses: 1, PoolIdleMax: ms(9020)}),
+		withKA(term(ms(900), ms(200)), "c", correlate.KeepAlive{}),
+	}
+	got := Advise(terms, DefaultRule)[0]
+	want := KeepAlive{Pods: 2, IdleCloses: 7, IdleMin: Seconds(ms(4996)), IdleMax: Seconds(ms(5008)), PoolReuses: 3, PoolIdleMax: Seconds(ms(9020))}
+	if got.KeepAlive != want || got.ServerIdleTimeoutSeconds != 11 {
+		t.Errorf("keep-alive %+v, server idle timeout %d; want %+v, 11 = ⌈9.020 + 1⌉", got.KeepAlive, got.ServerIdleTimeoutSeconds, want)
+	}
+	const why = "server keep-alive idle timeout 11 s = ⌈longest pool idle 9.020s + margin 1.000s⌉ (3 requests reset on reuse of connections the server had closed after 4.996s to 5.008s idle; not in the patch: the server's own setting)"
+	if len(got.Why) != 3 || got.Why[2] != why {
+		t.Errorf("why %q, want its third %q", got.Why, why)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, []Advice{got}); err != nil {
+		t.Fatal(err)
+	}
+	if line := "  keep-alive: the server closed 7 idle connections of 2 pods after 4.996s to 5.008s idle; a pool reused 3 of them, the longest 9.020s after its last data\n"; !strings.Contains(b.String(), line) {
+		t.Errorf("text lacks %q:\n%s", line, b.String())
+	}
+	// Idle closes without a pool's reuse: no timeout to advise.
+	quiet := []correlate.Termination{terms[3], terms[3],
+		withKA(term(ms(900), ms(200)), "d", correlate.KeepAlive{IdleCloses: 4, IdleMin: ms(5000), IdleMax: ms(5000)})}
+	if got := Advise(quiet, DefaultRule)[0]; !got.Enough || got.ServerIdleTimeoutSeconds != 0 || len(got.Why) != 2 {
+		t.Errorf("idle closes without reuse: enough %v, server idle timeout %d, why %q; want enough, 0, the sleep and grace only",
+			got.Enough, got.ServerIdleTimeoutSeconds, got.Why)
+	}
+}

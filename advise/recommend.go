@@ -31,7 +31,27 @@ func recommend(a *Advice, r Rule) {
 			a.PrestopSleepSeconds, pct, sec(lag), sec(r.Margin), a.RoutingLag.N, sec(time.Duration(a.RoutingLag.Max))),
 		fmt.Sprintf("terminationGracePeriodSeconds %d = preStop %d s + ⌈%s drain %s + margin %s⌉ (over %d terminations; max %s)",
 			a.TerminationGraceSeconds, a.PrestopSleepSeconds, pct, sec(drain), sec(r.Margin), a.Drain.N, sec(time.Duration(a.Drain.Max))))
+	idleTimeout(a, r)
 	notes(a)
+}
+
+// idleTimeout advises the server's keep-alive idle timeout when a pool
+// reused a connection the server had closed idle:
+//
+//	server idle timeout = ⌈longest pool idle + margin⌉ s
+//
+// The longest idle a pool held a connection before reusing it is a lower
+// bound of that pool's idle timeout: a longer timeout that has not yet
+// reused a connection after a longer idle shows on its next reuse.
+func idleTimeout(a *Advice, r Rule) {
+	k := a.KeepAlive
+	if k.PoolReuses == 0 {
+		return
+	}
+	pool := time.Duration(k.PoolIdleMax)
+	a.ServerIdleTimeoutSeconds = ceilSeconds(pool + r.Margin)
+	a.Why = append(a.Why, fmt.Sprintf("server keep-alive idle timeout %d s = ⌈longest pool idle %s + margin %s⌉ (%d requests reset on reuse of connections the server had closed after %s to %s idle; not in the patch: the server's own setting)",
+		a.ServerIdleTimeoutSeconds, sec(pool), sec(r.Margin), k.PoolReuses, sec(time.Duration(k.IdleMin)), sec(time.Duration(k.IdleMax))))
 }
 
 // notes adds what the values rest on and what they do not cover. Advice
@@ -44,7 +64,7 @@ func notes(a *Advice) {
 		a.Notes = append(a.Notes, fmt.Sprintf("SIGKILL ended the drain of %d of %d terminations: their drain is a lower bound, the server needs longer (or ignores its stop signal)",
 			a.DrainCutBySigkill, a.Terminations))
 	}
-	if a.ResetsBeforeStopSignal > 0 {
+	if a.ResetsBeforeStopSignal > 0 && a.ServerIdleTimeoutSeconds == 0 {
 		a.Notes = append(a.Notes, fmt.Sprintf("%d requests were reset on reused connections before the stop signal: the server's idle timeout is shorter than a connection pool's in front of it; set it above every upstream pool's idle timeout (drainwatch sees the resets, not the pools' settings)",
 			a.ResetsBeforeStopSignal))
 	}

@@ -46,6 +46,10 @@ func writeBlock(b *strings.Builder, a Advice) {
 		fmt.Fprintf(b, "  grace period given: %s; drains ended by SIGKILL: %d; requests reset on reuse: %d (%d before the stop signal)\n",
 			sec(time.Duration(a.GracePeriod)), a.DrainCutBySigkill, a.ResetsOnReuse, a.ResetsBeforeStopSignal)
 	}
+	if k := a.KeepAlive; k.IdleCloses > 0 {
+		fmt.Fprintf(b, "  keep-alive: the server closed %d idle connections of %d pods after %s to %s idle; a pool reused %d of them, the longest %s after its last data\n",
+			k.IdleCloses, k.Pods, sec(time.Duration(k.IdleMin)), sec(time.Duration(k.IdleMax)), k.PoolReuses, sec(time.Duration(k.PoolIdleMax)))
+	}
 	if a.Enough {
 		b.WriteString("  advice:\n")
 	}

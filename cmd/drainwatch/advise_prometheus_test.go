@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -61,7 +60,7 @@ func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 //	phases      0.05 0.1 0.25 0.5 1 2 5 10 30 60 120
 func TestAdviseFromPrometheus(t *testing.T) {
 	m := exporter.NewMetrics(exporter.Options{})
-	prom := scrapedExporter(t, m)
+	prom := promtest.ScrapeHandler(t, exporter.NewServer(exporter.ServerConfig{Metrics: m, Log: zerolog.Nop()}).Handler())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	feed := &promTerminations{m: m}
@@ -85,7 +84,7 @@ func TestAdviseFromPrometheus(t *testing.T) {
 	// Another namespace, not asked for.
 	feed.add(collector.Workload{Namespace: "other", Kind: "Deployment", Name: "api", Revision: "1"}, ms(100), 50*time.Second, nil)
 	m.AddSteadyReuseResets([]correlate.WorkloadCount{{Workload: shopWeb, N: 4}})
-	waitSamples(ctx, t, prom, `sum(drainwatch_terminations_total)`, 7)
+	prom.WaitValue(ctx, t, `sum(drainwatch_terminations_total)`, 7)
 
 	got := adviseJSON(t, "--prometheus", prom.URL, "-n", "shop", "-o", "json")
 	// routing lag: N 5; p50 rank ⌈2.5⌉ = 3 → bucket 0.5; p99 rank ⌈4.95⌉ =
@@ -116,7 +115,7 @@ func TestAdviseFromPrometheus(t *testing.T) {
 	for _, d := range []int{8000, 8500, 9000} {
 		feed.add(shopWeb, ms(2500), ms(d), nil)
 	}
-	waitSamples(ctx, t, prom, `sum(drainwatch_terminations_total)`, 10)
+	prom.WaitValue(ctx, t, `sum(drainwatch_terminations_total)`, 10)
 	got = adviseJSON(t, "--prometheus", prom.URL, "-n", "shop", "deploy/web", "--since", since.Format(time.RFC3339Nano), "-o", "json")
 	// preStop ⌈3 + 1⌉ = 4; grace 4 + ⌈10 + 1⌉ = 15.
 	checkAdvice(t, got, advise.Advice{Workload: want.Workload, From: advise.FromPrometheus, Terminations: 3,
@@ -155,27 +154,6 @@ func adviseJSON(t *testing.T, args ...string) []advise.Advice {
 	}
 	t.Logf("drainwatch advise %q:\n%s", args, stdout)
 	return out.Advice
-}
-
-// scrapedExporter serves m's /metrics on loopback to the real Prometheus.
-func scrapedExporter(t *testing.T, m *exporter.Metrics) *promtest.Server {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(exporter.NewServer(exporter.ServerConfig{Metrics: m, Log: zerolog.Nop()}).Handler())
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return promtest.Start(t, l.Addr().String())
-}
-
-func waitSamples(ctx context.Context, t *testing.T, prom *promtest.Server, expr string, want float64) {
-	t.Helper()
-	if _, err := prom.QueryWhen(ctx, expr, func(s []promtest.Sample) bool { return len(s) == 1 && s[0].Value == want }); err != nil {
-		t.Fatalf("%v\n%s", err, prom.Log())
-	}
 }
 
 // --prometheus excludes the daemons' flags, and its token goes only over

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
@@ -54,17 +52,17 @@ func TestGateQueriesParse(t *testing.T) {
 // the primary's and the canary's.
 func TestGatesCountWhatWasLost(t *testing.T) {
 	m := exporter.NewMetrics(exporter.Options{})
-	prom := serve(t, m)
+	prom := promtest.ScrapeHandler(t, exporter.NewServer(exporter.ServerConfig{Metrics: m, Log: zerolog.Nop()}).Handler())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	argo, flagger := argoQueries(t, argoArgs), flaggerQueries(t, flaggerVars)
-	waitValue(ctx, t, prom, "count(drainwatch_build_info)", 1)
+	prom.WaitValue(ctx, t, "count(drainwatch_build_info)", 1)
 	for name, want := range map[string]float64{"drainwatch-scraped": 1, "refused-after-stop-signal": 0, "requests-killed": 0, "refused-after-ready": 0} {
 		checkValue(ctx, t, prom, "argo "+name, argo[name], want)
 		checkValue(ctx, t, prom, "flagger "+name, flagger[flaggerName(name)], want)
 	}
 	observe(m)
-	waitValue(ctx, t, prom, "sum(drainwatch_terminations_total)", 8)
+	prom.WaitValue(ctx, t, "sum(drainwatch_terminations_total)", 8)
 	for name, want := range map[string]float64{"refused-after-stop-signal": 3, "requests-killed": 1 + 2, "refused-after-ready": 4} {
 		checkValue(ctx, t, prom, "argo "+name, argo[name], want)
 	}
@@ -110,28 +108,6 @@ func flaggerName(metric string) string {
 		return n
 	}
 	return metric
-}
-
-// serve runs m's /metrics on loopback and the real Prometheus scraping it.
-func serve(t *testing.T, m *exporter.Metrics) *promtest.Server {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewUnstartedServer(exporter.NewServer(exporter.ServerConfig{Metrics: m, Log: zerolog.Nop()}).Handler())
-	srv.Listener = l
-	srv.Start()
-	t.Cleanup(srv.Close)
-	return promtest.Start(t, l.Addr().String())
-}
-
-func waitValue(ctx context.Context, t *testing.T, prom *promtest.Server, expr string, want float64) {
-	t.Helper()
-	_, err := prom.QueryWhen(ctx, expr, func(s []promtest.Sample) bool { return len(s) == 1 && s[0].Value == want })
-	if err != nil {
-		t.Fatalf("%v\n%s", err, prom.Log())
-	}
 }
 
 // checkValue: the query answers exactly one sample, of value want.

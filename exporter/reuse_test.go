@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -67,8 +68,19 @@ func TestReuseTimelineRowAndEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	const row = "  reset on reused connections: 3 (after the stop signal: 2; TCP_ABORT_ON_DATA 1, TCP_TIMEWAIT_SOCKET 2)\n"
-	if !strings.Contains(b.String(), row) {
-		t.Errorf("timeline:\n%s\nwant the row\n%s", b.String(), row)
+	if !strings.Contains(b.String(), row) || strings.Contains(b.String(), "keep-alive:") {
+		t.Errorf("timeline:\n%s\nwant the row\n%s\nand no keep-alive row (no idle close)", b.String(), row)
+	}
+	// With the server's idle closes, the measured idle timeouts follow.
+	term := reusedTermination()
+	term.KeepAlive = correlate.KeepAlive{IdleCloses: 4, IdleMin: 300 * time.Millisecond, IdleMax: 304 * time.Millisecond, PoolReuses: 1, PoolIdleMax: 604917784}
+	b.Reset()
+	if err := WriteTimelines(&b, []TerminationView{NewTerminationView(term)}); err != nil {
+		t.Fatal(err)
+	}
+	const ka = row + "  keep-alive: the server closed 4 idle connections after 0.300s to 0.304s idle; a pool reused 1 of them, the longest 0.605s after its last data\n"
+	if !strings.Contains(b.String(), ka) {
+		t.Errorf("timeline:\n%s\nwant the rows\n%s", b.String(), ka)
 	}
 	if r := EventReason(correlate.DiagResetOnReuse); r != "DrainResetOnReusedConnections" {
 		t.Errorf("Event reason %q, want DrainResetOnReusedConnections", r)

@@ -15,7 +15,8 @@ import (
 // routing still sent there has): what
 // clients lost, what routing and exit did, what the shutdown reset and the
 // kubelet's probes met (never part of the rows above), and the requests
-// reset on reused keep-alive connections with their RST reasons.
+// reset on reused keep-alive connections with their RST reasons (and,
+// when the server closed idle connections, the idle timeouts measured).
 func writeCounts(w *bufio.Writer, t correlate.Termination) {
 	c := t.Counts
 	sig := StopSignalName(t)
@@ -29,6 +30,10 @@ func writeCounts(w *bufio.Writer, t correlate.Termination) {
 	printLine(w, "  reset at shutdown: %d  streams killed by SIGKILL: %d  probe refusals: %d",
 		c.ConnectionsResetAtShutdown, c.StreamsKilledBySigkill, c.ProbeRefused)
 	printLine(w, "  reset on reused connections: %d%s", c.RequestsResetOnReusedConnections, reuseDetail(t.ReuseResets))
+	if k := t.KeepAlive; k.IdleCloses > 0 {
+		printLine(w, "  keep-alive: the server closed %d idle connections after %s to %s idle; a pool reused %d of them, the longest %s after its last data",
+			k.IdleCloses, correlate.FormatSecondsMs(k.IdleMin), correlate.FormatSecondsMs(k.IdleMax), k.PoolReuses, correlate.FormatSecondsMs(k.PoolIdleMax))
+	}
 }
 
 // blackholeDetail is " (sent after the pod's network was gone; the last

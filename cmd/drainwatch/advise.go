@@ -25,6 +25,11 @@ and drain into a preStop sleep and a terminationGracePeriodSeconds:
   preStop sleep = ceil(p<percentile> routing lag + margin) seconds
   grace period  = preStop sleep + ceil(p<percentile> drain + margin) seconds
 
+and, when a pool in front reused connections the server had closed idle,
+the server's keep-alive idle timeout (its own setting, not in the patch):
+
+  server idle timeout = ceil(longest pool idle + margin) seconds
+
 from at least --min-terminations complete, non-partial terminations; with
 fewer it says so and advises nothing (docs/advise.md). KIND/NAME is
 deploy/web, sts/web, ds/web or rollout/web (an Argo Rollout). -o patch

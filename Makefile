@@ -133,7 +133,7 @@ support-matrix: deps mounts vmkernel ## Run the kernel matrix and regenerate doc
 	DRAINWATCH_VM_KERNELS=$(VM_KERNELS) DRAINWATCH_MATRIX_OUT=$(CACHE)/matrix.txt DRAINWATCH_MATRIX_REGENERATE=1 \
 	  $(GO) test -count=1 -run '^TestVMMatrix$$' ./collector/kernel/
 	cp $(CACHE)/matrix.txt docs/support-matrix.txt
-	$(GO) run ./testenv/cmd/supportmatrix -in docs/support-matrix.txt -doc docs/support-matrix.md -readme docs/support.md
+	$(GO) run ./tools/supportmatrix -in docs/support-matrix.txt -doc docs/support-matrix.md -readme docs/support.md
 
 docs: ## Rewrite the generated reference pages from the code: metrics (docs/metrics.md), flags (docs/cli.md), chart values (docs/install.md).
 	$(GO) run ./tools/docgen

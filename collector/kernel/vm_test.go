@@ -52,7 +52,7 @@ const bootRetries = 3
 // then as /init of each of Debian's cloud kernels under qemu: the same BPF
 // objects must load (with fallbacks where a kernel lacks a hook or an
 // argument) and count exactly. Each run prints its MATRIX lines (appended
-// to $DRAINWATCH_MATRIX_OUT when set, for testenv/cmd/supportmatrix) and
+// to $DRAINWATCH_MATRIX_OUT when set, for tools/supportmatrix) and
 // its time. `make test` fetches the kernels (make vmkernel):
 //
 //	DRAINWATCH_VM_KERNELS=$PWD/.cache/vmkernel go test -run VMMatrix ./collector/kernel/

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/drainwatch/drainwatch/testenv/oci"
+	"github.com/drainwatch/drainwatch/tools/oci"
 )
 
 // File is a host file copied into an image, at Path (absolute) in the

@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/drainwatch/drainwatch/testenv/gobuild"
-	"github.com/drainwatch/drainwatch/testenv/oci"
+	"github.com/drainwatch/drainwatch/tools/oci"
 )
 
 // PauseImage is the sandbox image every real node gets (containerd's

@@ -16,8 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/drainwatch/drainwatch/testenv/netlab"
-	"github.com/drainwatch/drainwatch/testenv/oci"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
+	"github.com/drainwatch/drainwatch/tools/oci"
 )
 
 const imageRef = "ghcr.io/drainwatch/drainwatch:test"

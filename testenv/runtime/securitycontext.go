@@ -46,7 +46,7 @@ func Flags(ds *appsv1.DaemonSet, hostPaths map[string]string) ([]string, error) 
 	if sc.Privileged != nil && *sc.Privileged {
 		flags = append(flags, "--privileged")
 	}
-	// The image's USER is nonroot (testenv/oci): runAsUser replaces it, as
+	// The image's USER is nonroot (tools/oci): runAsUser replaces it, as
 	// the CRI does. ctr 1.6 has no --user; the runc wrapper sets the uid
 	// from this annotation (gid = uid: root's group for runAsUser 0).
 	if sc.RunAsUser == nil {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make image: build the static binary per architecture and assemble the
-# multi-architecture OCI image with testenv/cmd/mkimage (no container
+# multi-architecture OCI image with tools/mkimage (no container
 # engine). Every architecture asked for must build: an image that silently
 # lacks one would fail only on the nodes of that architecture.
 #   image.sh OUT_DIR VERSION ARCH...
@@ -23,5 +23,5 @@ for arch in "$@"; do
 done
 created=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
-"$go" run ./testenv/cmd/mkimage "${bins[@]}" --version "$version" --revision "$revision" \
+"$go" run ./tools/mkimage "${bins[@]}" --version "$version" --revision "$revision" \
   --created "$created" --out "$out"

@@ -9,7 +9,7 @@ cache=$1 header=$2
 go=${GO:-go}
 image=$(bash testenv/scripts/arm64-kernel.sh "$cache")
 btf=$(mktemp); trap 'rm -f "$btf"' EXIT
-"$go" run ./testenv/cmd/btfextract "$image" "$btf"
+"$go" run ./tools/btfextract "$image" "$btf"
 bpftool btf dump file "$btf" format c >"$header.tmp"
 mv "$header.tmp" "$header"
 echo ">> $header from $(ls "$cache"/linux-image-*_arm64.deb | xargs -n1 basename)" >&2

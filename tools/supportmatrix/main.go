@@ -4,7 +4,7 @@
 // (Kernel and Kubernetes support):
 //
 //	DRAINWATCH_MATRIX_OUT=/tmp/matrix.txt make test   # or go test -run VMMatrix
-//	go run ./testenv/cmd/supportmatrix -in /tmp/matrix.txt
+//	go run ./tools/supportmatrix -in /tmp/matrix.txt
 package main
 
 import (

@@ -6,6 +6,9 @@
 // The result is written three ways under bin/ (see Write): an OCI image
 // layout directory, the same layout as one tar (an "OCI archive"), and one
 // docker-style tarball per architecture.
+//
+// tools/mkimage (make image) is its command; testenv/realnode builds its
+// images' layers with Layer, and testenv/runtime's test the image itself.
 package oci
 
 import (
@@ -110,7 +113,7 @@ func BuildImage(c Config, arch string) (v1.Image, error) {
 	cf.OS, cf.Architecture = "linux", arch
 	cf.Created = v1.Time{Time: c.Created.UTC()}
 	cf.Author = "drainwatch"
-	cf.History = []v1.History{{Created: cf.Created, CreatedBy: "drainwatch testenv/cmd/mkimage", Comment: "static drainwatch binary"}}
+	cf.History = []v1.History{{Created: cf.Created, CreatedBy: "drainwatch tools/mkimage", Comment: "static drainwatch binary"}}
 	cf.Config = v1.Config{
 		// Non-root by default: the CLI (timeline, rollout, advise, doctor
 		// without eBPF) needs no privilege. The DaemonSet sets runAsUser 0

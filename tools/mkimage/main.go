@@ -15,7 +15,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/drainwatch/drainwatch/testenv/oci"
+	"github.com/drainwatch/drainwatch/tools/oci"
 )
 
 // binFlags collects repeated --bin arch=path.

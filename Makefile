@@ -61,7 +61,7 @@ vmlinux: ## Regenerate bpf/vmlinux/vmlinux_amd64.h from this machine's BTF (rare
 	bpftool btf dump file /sys/kernel/btf/vmlinux format c > bpf/vmlinux/vmlinux_amd64.h
 
 vmlinux-arm64: ## Regenerate bpf/vmlinux/vmlinux_arm64.h from Debian's arm64 cloud kernel's BTF (rarely needed).
-	@GO=$(GO) bash testenv/scripts/vmlinux-arm64.sh $(ARM64_KERNEL_DIR) bpf/vmlinux/vmlinux_arm64.h
+	@GO=$(GO) bash tools/scripts/vmlinux-arm64.sh $(ARM64_KERNEL_DIR) bpf/vmlinux/vmlinux_arm64.h
 
 generate: ## Regenerate the eBPF objects and Go bindings with Debian's clang (committed output).
 	$(GO) generate ./collector/... ./deploy/...
@@ -80,10 +80,10 @@ cross: ## Build drainwatch and compile the kernel collector's tests for arm64 (i
 IMAGE_ARCHES ?= amd64 arm64
 
 image: ## Build the OCI image (bin/drainwatch-oci/, .tar, per-arch tarballs) without a container engine.
-	@GO=$(GO) bash testenv/scripts/image.sh $(BIN) $(VERSION) $(IMAGE_ARCHES)
+	@GO=$(GO) bash tools/scripts/image.sh $(BIN) $(VERSION) $(IMAGE_ARCHES)
 
 release-version: ## Set the image tag a release installs (chart appVersion and version, kustomize newTag): make release-version VERSION=vX.Y.Z.
-	@bash testenv/scripts/set-version.sh $(VERSION)
+	@bash tools/scripts/set-version.sh $(VERSION)
 
 controlplane: ## Build (once, cached in .cache/) etcd, the Kubernetes control plane and kube-proxy from k8s.io/kubernetes.
 	@bash testenv/scripts/build-controlplane.sh $(K8S_VERSION) $(K8S_BIN)

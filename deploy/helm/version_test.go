@@ -41,7 +41,7 @@ func TestReleaseVersionSetsTheTag(t *testing.T) {
 	for _, f := range []string{"deploy/helm/drainwatch/Chart.yaml", "deploy/daemonset/base/kustomization.yaml"} {
 		mustCopy(t, filepath.Join("../..", f), filepath.Join(root, f))
 	}
-	script := "../../testenv/scripts/set-version.sh"
+	script := "../../tools/scripts/set-version.sh"
 	if out, err := exec.Command("bash", script, "v9.8.7", root).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

@@ -127,7 +127,7 @@ func TestRealNodeHelmInstall(t *testing.T) {
 func makeImage(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.CommandContext(ctx, "bash", "testenv/scripts/image.sh", dir, imageTag, "amd64")
+	cmd := exec.CommandContext(ctx, "bash", "tools/scripts/image.sh", dir, imageTag, "amd64")
 	cmd.Dir = moduleRoot(t)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make image: %v\n%s", err, out)

@@ -37,6 +37,7 @@ var matrixFeatures = []matrixFeature{
 	// streams only, which this suite does not speak.
 	{name: "inflight_sigkill", want: nHeld, probes: []string{"sock_state"}},
 	{name: "idle_keepalive", want: 0, probes: []string{"sock_state"}},
+	{name: "idle_close", want: nIdleClosed, probes: []string{"sock_state"}},
 	// Needs kfree_skb's drop reason (Linux >= 5.17).
 	{name: "blackholed", want: nBlackholed, probes: []string{"blackhole"}, optional: true},
 }

@@ -26,11 +26,16 @@ const (
 	nLate    = 2 // segments to those connections once gone: one RST without a socket each
 	nHeld    = 2 // requests a server holds unanswered when SIGKILL hits it
 	nIdle    = 2 // answered keep-alive connections idle at the SIGKILL
+	// nIdleClosed answered keep-alive connections the server closes after
+	// idleClosedAfter without data: one idle_close each.
+	nIdleClosed     = 2
+	idleClosedAfter = 300 * time.Millisecond
 )
 
 // workload is what the suite did, to match the kernel's events against.
 type workload struct {
 	acceptPort, holdPort uint16
+	idlePort             uint16
 	resetPort            uint16
 	sleeper, holder      uint32
 	held, idle, reset    map[uint16]bool // client ports
@@ -46,6 +51,7 @@ func newWorkload(t *testing.T) *workload {
 	}
 	w.acceptPort = guestAccepts(t, nAccept, nil)
 	w.resetPort = guestAccepts(t, nReset, w.reset)
+	w.idlePort = guestIdleCloses(t)
 	w.lateSegments(t)
 	w.sleeper = sigtermSleeper(t)
 	w.holdAndKill(t)
@@ -82,6 +88,38 @@ func guestAccepts(t *testing.T, n int, unread map[uint16]bool) uint16 {
 			waitReset(t, c)
 		}
 		c.Close()
+	}
+	return uint16(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// guestIdleCloses answers one request on each of nIdleClosed connections,
+// waits idleClosedAfter and closes them: the server's idle timeout.
+func guestIdleCloses(t *testing.T) uint16 {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var clients, servers []net.Conn
+	for range nIdleClosed {
+		c, err := net.Dial("tcp4", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write([]byte("GET\n"))
+		_, _ = bufio.NewReader(s).ReadString('\n')
+		_, _ = s.Write([]byte("OK\n"))
+		_, _ = bufio.NewReader(c).ReadString('\n')
+		clients, servers = append(clients, c), append(servers, s)
+	}
+	time.Sleep(idleClosedAfter)
+	for i := range servers {
+		servers[i].Close()
+		clients[i].Close()
 	}
 	return uint16(ln.Addr().(*net.TCPAddr).Port)
 }
@@ -232,6 +270,11 @@ func (w *workload) features(evs []collector.Event) map[string]int {
 			got["accepted"]++
 		case ev.Type == collector.EventListenClose && ev.Local.Port() == w.acceptPort:
 			got["listen_close"]++
+		// Idle at least the wait (less a jiffy of HZ >= 100), and not
+		// seconds more even under TCG.
+		case ev.Type == collector.EventIdleClose && ev.Local.Port() == w.idlePort &&
+			ev.Idle() >= idleClosedAfter-10*time.Millisecond && ev.Idle() < idleClosedAfter+5*time.Second:
+			got["idle_close"]++
 		case ev.Type == collector.EventReset && ev.SockCookie != 0 && w.reset[ev.Remote.Port()]:
 			got["reset"]++
 		case ev.Type == collector.EventReset && ev.SockCookie == 0 && ev.Local.Port() == w.resetPort && w.reset[ev.Remote.Port()]:

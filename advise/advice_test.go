@@ -205,6 +205,12 @@ func TestAdviseServerIdleTimeout(t *testing.T) {
 	if line := "  keep-alive: the server closed 7 idle connections of 2 pods after 4.996s to 5.008s idle; a pool reused 3 of them, the longest 9.020s after its last data\n"; !strings.Contains(b.String(), line) {
 		t.Errorf("text lacks %q:\n%s", line, b.String())
 	}
+	// The timeout rests on the pool's reuses, not on the terminations: one
+	// termination is too few for the sleep, not for it.
+	if got := Advise(terms[2:3], DefaultRule)[0]; got.Enough || got.ServerIdleTimeoutSeconds != 11 || len(got.Why) != 2 {
+		t.Errorf("one termination: enough %v, server idle timeout %d, why %q; want not enough, 11, too few and the timeout",
+			got.Enough, got.ServerIdleTimeoutSeconds, got.Why)
+	}
 	// Idle closes without a pool's reuse: no timeout to advise.
 	quiet := []correlate.Termination{terms[3], terms[3],
 		withKA(term(ms(900), ms(200)), "d", correlate.KeepAlive{IdleCloses: 4, IdleMin: ms(5000), IdleMax: ms(5000)})}

@@ -14,7 +14,11 @@ import (
 //
 // each only from at least MinTerminations samples; with fewer, nothing is
 // advised and Why says what is missing.
+//
+// The server idle timeout (idleTimeout) rests on pool reuses, each a lost
+// request, not on terminations: it is advised without the minimum.
 func recommend(a *Advice, r Rule) {
+	defer idleTimeout(a, r)
 	pct := fmt.Sprintf("p%g", r.Percentile)
 	if a.RoutingLag.N < r.MinTerminations || a.Drain.N < r.MinTerminations {
 		a.Why = append(a.Why, fmt.Sprintf("too few terminations to advise: routing lag measured in %d, drain in %d, the rule wants %d (%d skipped: partial, incomplete or container restarts)",
@@ -31,7 +35,6 @@ func recommend(a *Advice, r Rule) {
 			a.PrestopSleepSeconds, pct, sec(lag), sec(r.Margin), a.RoutingLag.N, sec(time.Duration(a.RoutingLag.Max))),
 		fmt.Sprintf("terminationGracePeriodSeconds %d = preStop %d s + ⌈%s drain %s + margin %s⌉ (over %d terminations; max %s)",
 			a.TerminationGraceSeconds, a.PrestopSleepSeconds, pct, sec(drain), sec(r.Margin), a.Drain.N, sec(time.Duration(a.Drain.Max))))
-	idleTimeout(a, r)
 	notes(a)
 }
 

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/drainwatch/drainwatch/advise"
+	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
 	"github.com/drainwatch/drainwatch/testenv/l7"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
@@ -119,8 +122,10 @@ func (lc l7Case) run(t *testing.T) {
 		t.Fatal(err)
 	}
 	inTerms, after := 0, 0
+	var terms []correlate.Termination
 	for i := range old {
 		got := waitComplete(ctx, t, d, string(old[i].UID))
+		terms = append(terms, got)
 		inTerms += got.Counts.RequestsResetOnReusedConnections
 		after += got.ReuseResets.AfterStopSignal
 		t.Logf("%s: reset on reuse %d (%d after the stop signal; %v), reset at shutdown %d, refused %d; routing sources %+v; diagnoses %v",
@@ -141,6 +146,41 @@ func (lc l7Case) run(t *testing.T) {
 	}
 	if lc.fixed != (total == 0) {
 		t.Errorf("fixed %v with %d resets on reuse: the race must show without the fix and vanish with it", lc.fixed, total)
+	}
+	lc.checkKeepAlive(t, terms, inTerms-after)
+}
+
+// checkKeepAlive checks the idle timeouts drainwatch measured on the old
+// pods against the configured ones, and the timeout advise derives. The
+// server closed its idle connections after l7ServerIdle (to a jiffy and
+// its timer); the proxy reused them after at least the client's long gap
+// and at most its own pool's idle timeout (l7ProxyIdle; how long in
+// between depends on its balancing and on nginx disabling a failed server
+// for 10 s). Each reset before a stop signal follows a close drainwatch
+// saw, so the reuses matched to a close are at least those (the rest are
+// outside the terminations, also the new pods'). The advice is above the
+// longest reuse; with the fix, there is none.
+func (lc l7Case) checkKeepAlive(t *testing.T, terms []correlate.Termination, beforeStop int) {
+	t.Helper()
+	a := advise.Advise(terms, advise.Rule{Percentile: 99, MinTerminations: len(terms), Margin: time.Second})[0]
+	k := a.KeepAlive
+	t.Logf("%s: keep-alive %+v; advised server idle timeout %d s: %q", lc.name, k, a.ServerIdleTimeoutSeconds, a.Why)
+	if lc.fixed {
+		if k.PoolReuses != 0 || a.ServerIdleTimeoutSeconds != 0 {
+			t.Errorf("with the fix: %d pool reuses, advised idle timeout %d s; want none", k.PoolReuses, a.ServerIdleTimeoutSeconds)
+		}
+		return
+	}
+	const jiffy, timer = 10 * time.Millisecond, 250 * time.Millisecond // HZ ≥ 100; the server's timer and a loaded machine
+	if time.Duration(k.IdleMin) < l7ServerIdle-jiffy || time.Duration(k.IdleMax) > l7ServerIdle+timer {
+		t.Errorf("the server's idle closes measured %v to %v, want within [%v, %v]", k.IdleMin, k.IdleMax, l7ServerIdle-jiffy, l7ServerIdle+timer)
+	}
+	if k.PoolReuses < beforeStop || time.Duration(k.PoolIdleMax) < l7LongGap-jiffy || time.Duration(k.PoolIdleMax) > l7ProxyIdle {
+		t.Errorf("%d pool reuses (want ≥ %d, the resets before a stop signal), the longest after %v idle (want within [%v, %v])",
+			k.PoolReuses, beforeStop, k.PoolIdleMax, l7LongGap-jiffy, l7ProxyIdle)
+	}
+	if want := int64(math.Ceil((time.Duration(k.PoolIdleMax) + time.Second).Seconds())); a.ServerIdleTimeoutSeconds != want {
+		t.Errorf("advised server idle timeout %d s, want ⌈%v + 1s⌉ = %d", a.ServerIdleTimeoutSeconds, k.PoolIdleMax, want)
 	}
 }
 

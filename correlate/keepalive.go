@@ -59,9 +59,13 @@ func (r *idleRing) push(c idleClose) {
 	r.Next = (r.Next + 1) % idleRingSize
 }
 
-func (r *idleRing) find(cookie uint64) (idleClose, bool) {
-	for _, c := range r.C {
+// take finds the close of the connection cookie and forgets it: a
+// connection is reused once after its close (its orphan's RST and a later
+// one of its timewait socket are one reuse).
+func (r *idleRing) take(cookie uint64) (idleClose, bool) {
+	for i, c := range r.C {
 		if c.Cookie == cookie {
+			r.C[i].Cookie = 0
 			return c, true
 		}
 	}
@@ -101,7 +105,7 @@ func poolReuse(p *podState, e *collector.Event) {
 	if !beforeStopSignal(p, e.Time) {
 		return
 	}
-	ic, ok := p.IdleCloses.find(e.SockCookie)
+	ic, ok := p.IdleCloses.take(e.SockCookie)
 	if !ok {
 		return
 	}

@@ -193,13 +193,14 @@ func idleClosed(cookie uint64, idleMs uint32, at time.Time) collector.Event {
 // signal and the resets on reuse that follow them measure both idle
 // timeouts: the pool held connection 11 idle -5 − (-2000 − 5000) = 6995
 // ms, connection 12 -4 − (-1900 − 5004) = 6900 ms. The shutdown's close
-// of connection 13 after the stop signal, its reset, and a reset whose
-// close was not seen (14) measure nothing; the fix names the numbers.
+// of connection 13 after the stop signal, its reset, a second RST of
+// connection 11 (its timewait socket's) and a reset whose close was not
+// seen (14) measure nothing; the fix names the numbers.
 func TestKeepAliveIdleTimeouts(t *testing.T) {
 	evs := protocol(false)
 	steps := []any{
 		idleClosed(11, 5000, ms(-2000)), idleClosed(12, 5004, ms(-1900)),
-		rst(11, reasonAbortOnData, ms(-5)), rst(12, reasonTimewait, ms(-4)), rst(14, reasonTimewait, ms(-3)),
+		rst(11, reasonAbortOnData, ms(-5)), rst(11, reasonTimewait, ms(-4)), rst(12, reasonTimewait, ms(-4)), rst(14, reasonTimewait, ms(-3)),
 		idleClosed(13, 3000, ms(200)), rst(13, reasonTimewait, ms(1600)),
 	}
 	evs = append(append(slices.Clone(evs[:len(evs)-2]), steps...), evs[len(evs)-2:]...)

@@ -46,7 +46,7 @@ export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 export GOTOOLCHAIN ?= auto
 
 .PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane realnode \
-        vmkernel support-matrix docs helm opconfig argo vulncheck check-tidy test test-unit vet lab clean image release-version bench scale fuzz fuzz-short fuzz-targets soak
+        vmkernel support-matrix docs helm opconfig argo vulncheck check-tidy test test-unit vet lab clean image release-version screenshots bench scale fuzz fuzz-short fuzz-targets soak
 
 help: ## Show this help.
 	@awk 'BEGIN{FS=":.*## "} /^[a-z-]+:.*## /{printf "  %-16s %s\n",$$1,$$2}' $(MAKEFILE_LIST)
@@ -184,6 +184,13 @@ fuzz-targets:
 
 lab: deps mounts controlplane realnode helm opconfig build ## The seeds' experiment and a rolling update, end to end, on stand-in nodes and a real node (root).
 	$(GO) run ./testenv/cmd/lab
+
+SHOTS_DIR := $(CACHE)/screenshots-run
+
+screenshots: deps mounts controlplane helm opconfig build ## Refresh docs/images from the lab: the seeds' naive termination on /ui as headless Chromium renders it (root, about 3 minutes).
+	rm -rf $(SHOTS_DIR)
+	$(GO) run ./testenv/cmd/lab --scenario seeds/naive --real-node=false --out $(SHOTS_DIR)
+	cp $(SHOTS_DIR)/screenshots/seeds_naive-lab-1.png docs/images/timeline-seeds-naive.png
 
 SCALE_FLAGS ?=
 

@@ -45,8 +45,8 @@ type Advice struct {
 	DrainCutBySigkill int `json:"drain_cut_by_sigkill"`
 	// ResetsOnReuse are requests reset on reused connections; those before
 	// the stop signal are the idle-timeout inversion.
-	ResetsOnReuse           int      `json:"resets_on_reuse"`
-	ResetsBeforeStopSignal  int      `json:"resets_on_reuse_before_stop_signal"`
+	ResetsOnReuse          int `json:"resets_on_reuse"`
+	ResetsBeforeStopSignal int `json:"resets_on_reuse_before_stop_signal"`
 	// KeepAlive is the idle timeouts the daemons measured on the
 	// workload's pods (correlate.KeepAlive, each pod once): the server's
 	// idle closes and a pool's reuses of the connections they closed.
@@ -55,14 +55,14 @@ type Advice struct {
 	// above every pool's in front of it, when a pool reused a connection
 	// the server had closed idle. Not in -o patch: it is the server's own
 	// setting.
-	ServerIdleTimeoutSeconds int64 `json:"server_idle_timeout_seconds,omitempty"`
-	Enough                   bool  `json:"enough"`
-	PrestopSleepSeconds     int64    `json:"prestop_sleep_seconds,omitempty"`
-	TerminationGraceSeconds int64    `json:"termination_grace_period_seconds,omitempty"`
-	Rule                    string   `json:"rule"`
-	Percentile              float64  `json:"percentile"`
-	Why                     []string `json:"why"`
-	Notes                   []string `json:"notes,omitempty"`
+	ServerIdleTimeoutSeconds int64    `json:"server_idle_timeout_seconds,omitempty"`
+	Enough                   bool     `json:"enough"`
+	PrestopSleepSeconds      int64    `json:"prestop_sleep_seconds,omitempty"`
+	TerminationGraceSeconds  int64    `json:"termination_grace_period_seconds,omitempty"`
+	Rule                     string   `json:"rule"`
+	Percentile               float64  `json:"percentile"`
+	Why                      []string `json:"why"`
+	Notes                    []string `json:"notes,omitempty"`
 
 	// From is FromPrometheus for advice from the shipped histograms, which
 	// count these instead of the split at the stop signal, of

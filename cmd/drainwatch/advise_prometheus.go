@@ -2,21 +2,17 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/drainwatch/drainwatch/advise"
 	"github.com/drainwatch/drainwatch/collector"
@@ -129,41 +125,15 @@ func (f adviseFlags) prometheusWindow(now time.Time) (advise.Window, error) {
 // token file's bearer token, no redirect followed (it would carry the
 // token there).
 func (p prometheusFlags) client() (api.Client, error) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if p.caFile != "" {
-		pem, err := os.ReadFile(p.caFile)
-		if err != nil {
-			return nil, fmt.Errorf("--prometheus-ca-file: %w", err)
-		}
-		roots := x509.NewCertPool()
-		if !roots.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("--prometheus-ca-file %s: no PEM certificate in it", p.caFile)
-		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-	}
-	var rt http.RoundTripper = tr
-	if p.tokenFile != "" {
-		b, err := os.ReadFile(p.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("--prometheus-token-file: %w", err)
-		}
-		rt = bearer{token: strings.TrimSpace(string(b)), next: rt}
+	// client-go's transport, as timeline's: the CA file, and the token
+	// file re-read as it rotates (a projected ServiceAccount token).
+	rt, err := rest.TransportFor(&rest.Config{BearerTokenFile: p.tokenFile, TLSClientConfig: rest.TLSClientConfig{CAFile: p.caFile}})
+	if err != nil {
+		return nil, fmt.Errorf("--prometheus-token-file, --prometheus-ca-file: %w", err)
 	}
 	client, err := api.NewClient(api.Config{Address: p.url, RoundTripper: refuseRedirects(rt)})
 	if err != nil {
 		return nil, fmt.Errorf("--prometheus %s: %w", p.url, err)
 	}
 	return client, nil
-}
-
-// bearer adds the token to each request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(req)
 }

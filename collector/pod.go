@@ -38,12 +38,16 @@ type Container struct {
 // termination timeline need, nothing else (the informer's transform drops
 // the rest).
 type Pod struct {
-	UID       string     `json:"uid"`
-	Namespace string     `json:"namespace"`
-	Name      string     `json:"name"`
-	Node      string     `json:"node"`
-	IP        netip.Addr `json:"ip"`
-	Workload  Workload   `json:"workload"`
+	UID       string `json:"uid"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Node      string `json:"node"`
+	// IP is status.podIP, the pod's primary address; IPs is status.podIPs
+	// (a dual-stack pod's two addresses, the primary first), empty when the
+	// pod has one.
+	IP       netip.Addr   `json:"ip"`
+	IPs      []netip.Addr `json:"ips,omitempty"`
+	Workload Workload     `json:"workload"`
 	// Created is metadata.creationTimestamp.
 	Created time.Time `json:"created,omitzero"`
 	// GracePeriod is spec.terminationGracePeriodSeconds (default 30 s).
@@ -150,4 +154,16 @@ func HTTP2PortName(name string) bool {
 		}
 	}
 	return false
+}
+
+// Addrs returns every address of the pod: status.podIPs, or status.podIP
+// alone (a single-stack pod, a record written before podIPs were kept).
+func (p *Pod) Addrs() []netip.Addr {
+	if len(p.IPs) > 0 {
+		return p.IPs
+	}
+	if p.IP.IsValid() {
+		return []netip.Addr{p.IP}
+	}
+	return nil
 }

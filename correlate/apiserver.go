@@ -37,7 +37,9 @@ func (c *Correlator) Pod(u collector.PodUpdate) {
 	}
 	p.Known = true
 	p.Pod = u.Pod
-	c.idx.ownIP(u.Pod.IP, uid, u.Seen)
+	for _, ip := range u.Pod.Addrs() {
+		c.idx.ownIP(ip, uid, u.Seen)
+	}
 	if !u.Pod.DeletionTimestamp.IsZero() {
 		c.deletionSeen(p, u.Seen, firstSight)
 	}
@@ -201,6 +203,9 @@ func identify(t *Termination, pod collector.Pod) {
 	t.PodUID = pod.UID
 	t.Pod = pod.Name
 	t.Node, t.PodIP = pod.Node, pod.IP
+	if len(pod.IPs) > 1 {
+		t.PodIPs = pod.IPs
+	}
 	t.Workload = keepRevision(t.Workload, pod.Workload)
 	if t.Marks.DeleteRequested.IsZero() {
 		t.GracePeriod = pod.GracePeriod

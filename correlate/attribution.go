@@ -104,22 +104,30 @@ func (x *index) forget(p *podState) {
 }
 
 // addressedTo says whether a socket event of a pod's network namespace can
-// be the pod's: its local address is the pod's IP, loopback, the wildcard
-// (a listener bound to 0.0.0.0 or ::, as nginx's `listen 8080`, Node.js and
-// most servers bind), or of another family (a dual-stack pod's second
-// address). A namespace inode is reused once the namespace is freed: a
+// be the pod's: its local address is one of the pod's IPs (a dual-stack
+// pod has one of each family), loopback, the wildcard (a listener bound to
+// 0.0.0.0 or ::, as nginx's `listen 8080`, Node.js and most servers bind),
+// or of a family the pod has no address of as far as the API said (an
+// address the status does not list yet). A namespace inode is reused once the namespace is freed: a
 // restarted daemon may still hold the binding of a pod that went away while
 // it was down, and the next pod's namespace may get that inode; its events
 // name the next pod's address. A wildcard listener names no address: in
 // that window it goes to the stale binding, whose listener set then does
 // not know it (the next pod's set is incomplete, which listenClose allows
 // for).
-func addressedTo(podIP, local netip.Addr) bool {
+func addressedTo(pod *collector.Pod, local netip.Addr) bool {
 	local = local.Unmap()
-	if !podIP.IsValid() || !local.IsValid() || local.IsLoopback() || local.IsUnspecified() || local.Is4() != podIP.Is4() {
+	if !local.IsValid() || local.IsLoopback() || local.IsUnspecified() {
 		return true
 	}
-	return local == podIP
+	sameFamily := false
+	for _, ip := range pod.Addrs() {
+		if ip == local {
+			return true
+		}
+		sameFamily = sameFamily || ip.Is4() == local.Is4()
+	}
+	return !sameFamily
 }
 
 // attribute finds the pod (and, for process events, the container) of e.
@@ -134,7 +142,7 @@ func (c *Correlator) attribute(e *collector.Event) (p *podState, container strin
 	}
 	if !e.Type.Kind().Process { // a socket event: by netns and address
 		if uid, ok := c.idx.Netns[e.NetnsIno]; ok && e.NetnsIno != 0 {
-			if p := c.pods[uid]; p == nil || addressedTo(p.Pod.IP, e.Local.Addr()) {
+			if p := c.pods[uid]; p == nil || addressedTo(&p.Pod, e.Local.Addr()) {
 				return p, ""
 			}
 		}

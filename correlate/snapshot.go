@@ -85,7 +85,9 @@ func (c *Correlator) reindex(p *podState) {
 	for name, id := range p.Cgroups {
 		c.idx.Cgroups[id] = cgroupRef{UID: p.Pod.UID, Container: name}
 	}
-	c.idx.ownIP(p.Pod.IP, p.Pod.UID, time.Time{})
+	for _, ip := range p.Pod.Addrs() {
+		c.idx.ownIP(ip, p.Pod.UID, time.Time{})
+	}
 }
 
 // clone deep-copies a State through its JSON form, the form it is

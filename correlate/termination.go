@@ -150,10 +150,13 @@ type Termination struct {
 	// Container names the container of a container's termination (a
 	// liveness kill, an OOM kill, a crash: the pod did not stop, the
 	// kubelet restarted the container); "" for the pod's own.
-	Container string             `json:"container,omitempty"`
-	Node      string             `json:"node"`
-	PodIP     netip.Addr         `json:"pod_ip"`
-	Workload  collector.Workload `json:"workload"`
+	Container string     `json:"container,omitempty"`
+	Node      string     `json:"node"`
+	PodIP     netip.Addr `json:"pod_ip"`
+	// PodIPs are a dual-stack pod's addresses (PodIP first); empty for a
+	// single-stack pod.
+	PodIPs   []netip.Addr       `json:"pod_ips,omitempty"`
+	Workload collector.Workload `json:"workload"`
 	// GracePeriod is the grace the deletion was given.
 	GracePeriod time.Duration `json:"grace_period"`
 

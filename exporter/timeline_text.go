@@ -35,7 +35,15 @@ func writeTimeline(w *bufio.Writer, v TerminationView) {
 	wl := t.Workload
 	printLine(w, "%s/%s  %s %s revision %s  node %s  outcome %s", wl.Namespace, t.Pod,
 		orNone(wl.Kind), orNone(wl.Name), orNone(wl.Revision), t.Node, orNone(t.Outcome))
-	printLine(w, "  uid %s  ip %s  grace period %s%s", t.PodUID, t.PodIP, correlate.FormatSecondsMs(t.GracePeriod), partialNote(t))
+	ips := t.PodIP.String()
+	if len(t.PodIPs) > 1 { // dual-stack
+		parts := make([]string, len(t.PodIPs))
+		for i, ip := range t.PodIPs {
+			parts[i] = ip.String()
+		}
+		ips = strings.Join(parts, ", ")
+	}
+	printLine(w, "  uid %s  ip %s  grace period %s%s", t.PodUID, ips, correlate.FormatSecondsMs(t.GracePeriod), partialNote(t))
 	if t.Cause != "" {
 		evidence := ""
 		if t.CauseEvidence != "" {

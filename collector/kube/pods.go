@@ -174,6 +174,13 @@ func ConvertPod(pod *corev1.Pod, w collector.Workload) collector.Pod {
 		Workload: w, GracePeriod: podGrace(pod), Ready: podReady(pod), Created: pod.CreationTimestamp.Time,
 	}
 	p.IP, _ = netip.ParseAddr(pod.Status.PodIP)
+	if len(pod.Status.PodIPs) > 1 {
+		for _, ip := range pod.Status.PodIPs {
+			if a, err := netip.ParseAddr(ip.IP); err == nil {
+				p.IPs = append(p.IPs, a)
+			}
+		}
+	}
 	p.Stop = stopEvidence(pod)
 	p.Terminal = pod.Status.Phase == corev1.PodFailed || pod.Status.Phase == corev1.PodSucceeded
 	if pod.DeletionTimestamp != nil {

@@ -38,7 +38,7 @@ func ShrinkPod(pod *corev1.Pod) *corev1.Pod {
 			NodeName:                      pod.Spec.NodeName,
 			TerminationGracePeriodSeconds: pod.Spec.TerminationGracePeriodSeconds,
 		},
-		Status: corev1.PodStatus{Phase: pod.Status.Phase, PodIP: pod.Status.PodIP,
+		Status: corev1.PodStatus{Phase: pod.Status.Phase, PodIP: pod.Status.PodIP, PodIPs: podIPs(pod.Status.PodIPs),
 			Reason: pod.Status.Reason, Message: truncate(pod.Status.Message, maxStopMessage)},
 	}
 	for _, c := range pod.Spec.Containers {
@@ -104,4 +104,13 @@ func shrinkStatus(s corev1.ContainerStatus) corev1.ContainerStatus {
 		out.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: t.Reason}
 	}
 	return out
+}
+
+// podIPs keeps a dual-stack pod's addresses; a single-stack pod's one is
+// status.podIP already.
+func podIPs(ips []corev1.PodIP) []corev1.PodIP {
+	if len(ips) < 2 {
+		return nil
+	}
+	return ips
 }

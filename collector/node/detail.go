@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/drainwatch/drainwatch/collector"
 )
@@ -31,17 +32,22 @@ func (s *Scopes) Terminating(uid string) {
 }
 
 // blackholeAddr has the kernel report the SYNs to a terminating pod's
-// address that the node drops once the pod's network is gone, until the
+// addresses that the node drops once the pod's network is gone, until an
 // address is released with the pod's scopes or taken by its next pod.
 func (s *Scopes) blackholeAddr(ps *podScope) {
-	if !ps.terminating || !ps.ip.IsValid() || s.addrOwner[ps.ip] != ps.uid || ps.blackholeIP == ps.ip {
+	if !ps.terminating {
 		return
 	}
-	if err := s.kernel.BlackholeAddr(ps.ip); err != nil {
-		s.log.Warn().Err(err).Str("pod_uid", ps.uid).Stringer("ip", ps.ip).Msg("watching a terminating pod's address: its blackholed connections are not counted")
-		return
+	for _, ip := range ps.ips {
+		if s.addrOwner[ip] != ps.uid || slices.Contains(ps.blackholed, ip) {
+			continue
+		}
+		if err := s.kernel.BlackholeAddr(ip); err != nil {
+			s.log.Warn().Err(err).Str("pod_uid", ps.uid).Stringer("ip", ip).Msg("watching a terminating pod's address: its blackholed connections are not counted")
+			continue
+		}
+		ps.blackholed = append(ps.blackholed, ip)
 	}
-	ps.blackholeIP = ps.ip
 }
 
 // Starting notes that a new pod's startup is open: its netns sends a

@@ -3,6 +3,7 @@ package node
 import (
 	"net/netip"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -71,15 +72,17 @@ type Binder interface {
 type podScope struct {
 	uid        string
 	containers map[string]string // container name → container id
-	ip         netip.Addr        // listed in the kernel's local_dsts while set
-	// blackholeIP is ip once the kernel reports its blackholed SYNs.
-	blackholeIP netip.Addr
-	netns       uint32
-	netnsFile   *os.File          // held: the inode cannot be reused meanwhile
-	hostNet     bool              // the pod uses the node's network namespace
-	cgroups     map[string]uint64 // container name → cgroup id
-	gone        time.Time         // when the API deleted the pod
-	updated     time.Time         // last API update
+	// ips are the pod's addresses (a dual-stack pod has two) listed in the
+	// kernel's local_dsts; blackholed, those of them the kernel reports
+	// blackholed SYNs to.
+	ips        []netip.Addr
+	blackholed []netip.Addr
+	netns      uint32
+	netnsFile  *os.File          // held: the inode cannot be reused meanwhile
+	hostNet    bool              // the pod uses the node's network namespace
+	cgroups    map[string]uint64 // container name → cgroup id
+	gone       time.Time         // when the API deleted the pod
+	updated    time.Time         // last API update
 	// terminating: the API asked for the pod's deletion; detail: its
 	// netns sends a record per accept since (see detail).
 	terminating bool
@@ -153,8 +156,8 @@ func (s *Scopes) PodUpdate(p collector.Pod, now time.Time) {
 			s.unwatchCgroup(ps, c.Name) // a restarted container has a new cgroup
 		}
 	}
-	if p.IP.IsValid() && p.IP != ps.ip && !ps.hostNet {
-		s.watchAddr(ps, p.IP)
+	if addrs := p.Addrs(); len(addrs) > 0 && !slices.Equal(addrs, ps.ips) && !ps.hostNet {
+		s.watchAddrs(ps, addrs)
 	}
 	s.blackholeAddr(ps)
 	if ps.pending() {

@@ -190,28 +190,31 @@ func (s *Scopes) Release(uid string) {
 	s.unwatchAddr(ps)
 }
 
-// watchAddr lists the pod's IP in the kernel, so that the kubelet's probes
-// and other node-local connections to it carry their source.
-func (s *Scopes) watchAddr(ps *podScope, ip netip.Addr) {
+// watchAddrs lists the pod's addresses in the kernel, so that the
+// kubelet's probes and other node-local connections to them carry their
+// source. An address that fails is left out; the pod's next update tries
+// it again.
+func (s *Scopes) watchAddrs(ps *podScope, addrs []netip.Addr) {
 	s.unwatchAddr(ps)
-	if err := s.kernel.WatchAddr(ip); err != nil {
-		s.log.Warn().Err(err).Str("pod_uid", ps.uid).Stringer("ip", ip).Msg("watching pod address: probes to it are counted as clients")
-		return
+	for _, ip := range addrs {
+		if err := s.kernel.WatchAddr(ip); err != nil {
+			s.log.Warn().Err(err).Str("pod_uid", ps.uid).Stringer("ip", ip).Msg("watching pod address: probes to it are counted as clients")
+			continue
+		}
+		ps.ips = append(ps.ips, ip)
+		s.addrOwner[ip] = ps.uid
 	}
-	ps.ip = ip
-	s.addrOwner[ip] = ps.uid
 	s.blackholeAddr(ps)
 }
 
 func (s *Scopes) unwatchAddr(ps *podScope) {
-	if !ps.ip.IsValid() {
-		return
+	for _, ip := range ps.ips {
+		if s.addrOwner[ip] == ps.uid {
+			delete(s.addrOwner, ip)
+			s.logErr(s.kernel.UnwatchAddr(ip), ps.uid)
+		}
 	}
-	if s.addrOwner[ps.ip] == ps.uid {
-		delete(s.addrOwner, ps.ip)
-		s.logErr(s.kernel.UnwatchAddr(ps.ip), ps.uid)
-	}
-	ps.ip, ps.blackholeIP = netip.Addr{}, netip.Addr{}
+	ps.ips, ps.blackholed = nil, nil
 }
 
 func (s *Scopes) logErr(err error, uid string) {

@@ -22,6 +22,8 @@ type scopeKernel struct {
 	netns     map[uint32]bool
 	cgroups   map[uint64]bool
 	failNetns int
+	// addrs are local_dsts' entries: true once blackholed.
+	addrs map[netip.Addr]bool
 }
 
 func (k *scopeKernel) WatchNetns(ino uint32) error {
@@ -35,9 +37,21 @@ func (k *scopeKernel) WatchNetns(ino uint32) error {
 func (k *scopeKernel) UnwatchNetns(ino uint32) error  { delete(k.netns, ino); return nil }
 func (k *scopeKernel) WatchCgroup(id uint64) error    { k.cgroups[id] = true; return nil }
 func (k *scopeKernel) UnwatchCgroup(id uint64) error  { delete(k.cgroups, id); return nil }
-func (k *scopeKernel) WatchAddr(netip.Addr) error     { return nil }
-func (k *scopeKernel) UnwatchAddr(netip.Addr) error   { return nil }
-func (k *scopeKernel) BlackholeAddr(netip.Addr) error { return nil }
+func (k *scopeKernel) WatchAddr(a netip.Addr) error {
+	if k.addrs != nil {
+		k.addrs[a] = false
+	}
+	return nil
+}
+
+func (k *scopeKernel) UnwatchAddr(a netip.Addr) error { delete(k.addrs, a); return nil }
+
+func (k *scopeKernel) BlackholeAddr(a netip.Addr) error {
+	if k.addrs != nil {
+		k.addrs[a] = true
+	}
+	return nil
+}
 
 // ProcessNetns fails as on a kernel without task iterators: these tests'
 // /proc is a temp dir, read by the /proc/<pid>/ns/net fallback.

@@ -17,6 +17,13 @@
  * port, and the other pods drop it as OTHERHOST) are told apart in user
  * space, which sees the pod's accepts and refusals.
  *
+ * IPv6's neighbour discovery frees the packets queued for a neighbour that
+ * never answered without a reason (ndisc_error_report's kfree_skb, from
+ * neigh_invalidate: NOT_SPECIFIED, where IPv4's arp_error_report says
+ * NEIGH_FAILED; checked on 6.18 with SYNs to an unresolved address of each
+ * family), so for an IPv6 segment an unspecified drop qualifies too; the
+ * SYN and destination filters that follow are the same.
+ *
  * Needs kfree_skb's reason argument (Linux >= 5.17); the loader reports the
  * probe unavailable below that. */
 #include "drainwatch.h"
@@ -32,6 +39,7 @@
  * suffix), so that a reason the build's vmlinux.h lacks (QUEUE_PURGE is
  * newer than the arm64 header's kernel) still compiles. */
 enum skb_drop_reason___dw {
+	SKB_DROP_REASON_NOT_SPECIFIED___dw,
 	SKB_DROP_REASON_NEIGH_FAILED___dw,
 	SKB_DROP_REASON_NEIGH_QUEUEFULL___dw,
 	SKB_DROP_REASON_NEIGH_DEAD___dw,
@@ -66,7 +74,8 @@ static __always_inline bool undeliverable(int reason)
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(kfree_skb_blackhole, struct sk_buff *skb, void *location, int reason)
 {
-	if (!undeliverable(reason))
+	bool named = undeliverable(reason);
+	if (!named && reason != DROP_REASON(NOT_SPECIFIED))
 		return 0;
 	/* The network header is set on every path that can drop for these
 	 * reasons (receive, forward, output); the transport header is not
@@ -80,7 +89,7 @@ int BPF_PROG(kfree_skb_blackhole, struct sk_buff *skb, void *location, int reaso
 	struct addr_key dst = {};
 	__u32 th;
 	__u8 family;
-	if ((ip[0] >> 4) == 4 && ip[9] == IPPROTO_TCP) {
+	if (named && (ip[0] >> 4) == 4 && ip[9] == IPPROTO_TCP) { /* unspecified: IPv6 only */
 		family = AF_INET;
 		th = (ip[0] & 0xf) * 4;
 		__builtin_memcpy(dst.a, &ip[16], 4);

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -22,25 +24,39 @@ import (
 // attempt the client saw fail is reported, each of its drops an event
 // with the attempt's addresses and sequence number; the attempts to the
 // live neighbour, and those before the mark, none.
+//
+// Over IPv6 (dual-stack pods, dialed at their IPv6 addresses) the same:
+// the kernel frees the SYNs queued for a neighbour that never answered
+// without a reason there (NOT_SPECIFIED), which the program takes for
+// IPv6 segments.
 func TestBlackholed(t *testing.T) {
-	for name, neighbour := range map[string]bool{"flooded": true, "unresolved": false} {
-		t.Run(name, func(t *testing.T) { testBlackholed(t, neighbour) })
+	for _, ipv6 := range []bool{false, true} {
+		for name, neighbour := range map[string]bool{"flooded": true, "unresolved": false} {
+			if ipv6 {
+				name += "-ipv6"
+			}
+			t.Run(name, func(t *testing.T) { testBlackholed(t, neighbour, ipv6) })
+		}
 	}
 }
 
-func testBlackholed(t *testing.T, neighbour bool) {
+func testBlackholed(t *testing.T, neighbour, ipv6 bool) {
 	const attempts = 12
 	fabric, node := newNetns(t, "dwk-fab"), newNetns(t, "dwk-node")
 	gone, live := newNetns(t, "dwk-gone"), newNetns(t, "dwk-live")
 	must(t, netlab.ConnectNode(fabric, node, 7))
-	goneIP, liveIP := netlab.PodIP(7, 2), netlab.PodIP(7, 3)
+	goneIP, liveIP, fabricIP := netlab.PodIP(7, 2), netlab.PodIP(7, 3), netlab.FabricIP(7)
+	if ipv6 {
+		goneIP, liveIP, fabricIP = netlab.PodIP6(7, 2), netlab.PodIP6(7, 3), netlab.FabricIP6(7)
+	}
 	for i, p := range []struct {
-		ns *netlab.NS
-		ip string
-	}{{gone, goneIP}, {live, liveIP}} {
-		must(t, netlab.Veth(netlab.End{NS: p.ns, Name: "eth0", CIDR: p.ip + "/24"},
+		ns     *netlab.NS
+		v4, v6 string
+	}{{gone, netlab.PodIP(7, 2), netlab.PodIP6(7, 2)}, {live, netlab.PodIP(7, 3), netlab.PodIP6(7, 3)}} {
+		must(t, netlab.Veth(netlab.End{NS: p.ns, Name: "eth0", CIDR: p.v4 + "/24", CIDR6: p.v6 + "/64"},
 			netlab.End{NS: node, Name: fmt.Sprintf("veth%d", i), Master: netlab.NodeBridge}))
 		must(t, p.ns.Route("default", netlab.PodGateway(7)))
+		must(t, p.ns.Route("default", netlab.PodGateway6(7)))
 	}
 	k := openTestKernel(t, Options{})
 	if st := probeState(k, "blackhole"); st != ProbeAttached {
@@ -78,8 +94,8 @@ func testBlackholed(t *testing.T, neighbour bool) {
 		if ev.Type != collector.EventBlackholed {
 			continue
 		}
-		if ev.Local.Addr() != goneAddr || ev.Local.Port() != closedPort || ev.Remote.Addr().String() != netlab.FabricIP(7) {
-			t.Errorf("blackholed event %+v: want %s:%d from %s", ev, goneIP, closedPort, netlab.FabricIP(7))
+		if ev.Local.Addr() != goneAddr || ev.Local.Port() != closedPort || ev.Remote.Addr().String() != fabricIP {
+			t.Errorf("blackholed event %+v: want %s:%d from %s", ev, goneIP, closedPort, fabricIP)
 		}
 		reasons[ev.Reason]++
 	}
@@ -110,7 +126,7 @@ func dialAll(t *testing.T, ns *netlab.NS, addr string, n int) map[error]int {
 	got := map[error]int{}
 	for range n {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		c, err := ns.Dial(ctx, "tcp4", fmt.Sprintf("%s:%d", addr, closedPort))
+		c, err := ns.Dial(ctx, "tcp", net.JoinHostPort(addr, strconv.Itoa(closedPort)))
 		cancel()
 		switch {
 		case err == nil:

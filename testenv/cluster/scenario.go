@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -21,6 +22,17 @@ func PodAddr(p *corev1.Pod, port int) string {
 	return net.JoinHostPort(p.Status.PodIP, strconv.Itoa(port))
 }
 
+// PodAddr6 is "[IPv6]:port" for the pod's IPv6 address (every stand-in pod
+// is dual-stack), "" when its status lists none.
+func PodAddr6(p *corev1.Pod, port int) string {
+	for _, ip := range p.Status.PodIPs {
+		if a, err := netip.ParseAddr(ip.IP); err == nil && a.Is6() && !a.Is4In6() {
+			return net.JoinHostPort(ip.IP, strconv.Itoa(port))
+		}
+	}
+	return ""
+}
+
 // DeletePod deletes a pod the way a rollout or `kubectl delete` does (its own
 // grace period): the node agent then terminates it like the kubelet.
 func (c *Cluster) DeletePod(ctx context.Context, ns, name string) error {
@@ -35,7 +47,13 @@ func (c *Cluster) DeletePod(ctx context.Context, ns, name string) error {
 // the stop being the pod's deletion through the API. The result is the
 // clients' ground truth.
 func (c *Cluster) Seeds(ctx context.Context, pod *corev1.Pod, port int, target string) (client.SeedsResult, error) {
-	s := client.Seeds{Dial: c.Dial, Target: target, Pod: PodAddr(pod, port),
+	return c.SeedsAt(ctx, pod, PodAddr(pod, port), target)
+}
+
+// SeedsAt is Seeds with /slow and /ready sent to podAddr, one of the pod's
+// addresses (PodAddr6 for its IPv6 one).
+func (c *Cluster) SeedsAt(ctx context.Context, pod *corev1.Pod, podAddr, target string) (client.SeedsResult, error) {
+	s := client.Seeds{Dial: c.Dial, Target: target, Pod: podAddr,
 		Stop: func(ctx context.Context) error { return c.DeletePod(ctx, pod.Namespace, pod.Name) }}
 	return s.Run(ctx)
 }

@@ -26,7 +26,16 @@ const inflightSlow = 3
 // (groundtruth.go), and under load that window has lasted 75 ms (a /work
 // every 100 ms around it made the killed count 3 or 4 from run to run).
 func ignoreTermScenario(ctx context.Context, l *Lab) ([]Result, error) {
-	const name, ns = "ignore-term", "lab-ignore-term"
+	return ignoreTerm(ctx, l, "ignore-term", "lab-ignore-term", false)
+}
+
+// ignoreTermIPv6Scenario is ignoreTermScenario with the clients at the
+// dual-stack pod's IPv6 address: its blackholed SYNs are to that address.
+func ignoreTermIPv6Scenario(ctx context.Context, l *Lab) ([]Result, error) {
+	return ignoreTerm(ctx, l, "ipv6/ignore-term", "lab-ipv6-ignore-term", true)
+}
+
+func ignoreTerm(ctx context.Context, l *Lab, name, ns string, ipv6 bool) ([]Result, error) {
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeIgnoreTerm, 1)
 	dep.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](3)
 	pods, err := l.deploy(ctx, dep)
@@ -34,9 +43,12 @@ func ignoreTermScenario(ctx context.Context, l *Lab) ([]Result, error) {
 		return nil, errorf("deploying", err)
 	}
 	pod := &pods[0]
-	addr := cluster.PodAddr(pod, cluster.ServerPort)
-	l.progress.Step("%s: pod %s on %s: %d × /slow?ms=20000 in flight, delete (grace 3 s), /work every 100 ms for 2.5 s from 60 ms after the delete and for 1 s once the container is gone",
-		name, pod.Name, pod.Spec.NodeName, inflightSlow)
+	addr, err := podAddr(pod, ipv6)
+	if err != nil {
+		return nil, err
+	}
+	l.progress.Step("%s: pod %s on %s at %s: %d × /slow?ms=20000 in flight, delete (grace 3 s), /work every 100 ms for 2.5 s from 60 ms after the delete and for 1 s once the container is gone",
+		name, pod.Name, pod.Spec.NodeName, addr, inflightSlow)
 	deleted := time.Now()
 	slow, work, err := slowThenDelete(ctx, l, pod, addr)
 	if err != nil {

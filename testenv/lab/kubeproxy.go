@@ -16,8 +16,8 @@ import (
 const KubeProxyMinSync = time.Second
 
 var (
-	kubeProxyNaive    = seedsCase{"kube-proxy/naive", "lab-kp-naive", workload.ModeNaive, nil}
-	kubeProxyProtocol = seedsCase{"kube-proxy/protocol-1.5s", "lab-kp-protocol", workload.ModeProtocol, []string{"--drain-delay=1500ms"}}
+	kubeProxyNaive    = seedsCase{"kube-proxy/naive", "lab-kp-naive", workload.ModeNaive, nil, false}
+	kubeProxyProtocol = seedsCase{"kube-proxy/protocol-1.5s", "lab-kp-protocol", workload.ModeProtocol, []string{"--drain-delay=1500ms"}, false}
 )
 
 // kubeProxyScenario runs the seeds' experiment as the seeds ran it: /work
@@ -63,5 +63,5 @@ func (l *Lab) seedsThroughKubeProxy(ctx context.Context, c seedsCase) (Result, e
 		return Result{}, errorf("kube-proxy", err)
 	}
 	note := fmt.Sprintf("through kube-proxy %s on %s (minSyncPeriod %v): ", kp.Mode(), kp.Node(), KubeProxyMinSync)
-	return l.seedsResult(ctx, c.name, c.ns, victim, res, service, note)
+	return l.seedsResult(ctx, c.name, c.ns, victim, res, podAddr, service, note)
 }

@@ -68,6 +68,15 @@ var expectations = map[string]func(lab.Result) bool{
 			has(r, correlate.DiagRequestsKilled) && has(r, correlate.DiagBlackholed)
 	},
 	"prestop-fails": func(r lab.Result) bool { return has(r, correlate.DiagPrestopFailed) },
+	// The same two over IPv6, at the dual-stack pod's second address: the
+	// refusals, the SIGKILL's 3 and the 10 blackholed SYNs to that address.
+	"ipv6/seeds-naive": func(r lab.Result) bool {
+		return r.ClientRefused >= 10 && r.ClientKilled == 0 && has(r, correlate.DiagListenerClosedEarly)
+	},
+	"ipv6/ignore-term": func(r lab.Result) bool {
+		return r.ClientKilled == 3 && r.ClientBlackholed == 10 && has(r, correlate.DiagStopSignalIgnored) &&
+			has(r, correlate.DiagRequestsKilled) && has(r, correlate.DiagBlackholed)
+	},
 	// nginx closes its listener at its image's SIGQUIT and finishes the slow
 	// download: the seeds' tens of refusals, nothing killed, and drainwatch
 	// found SIGQUIT with no stop signal in the API.

@@ -49,6 +49,8 @@ func Scenarios() []Scenario {
 		{exitGoNoHandler.name, exitGoNoHandler.about, exitScenario(exitGoNoHandler)},
 		{exitGoShutdownShort.name, exitGoShutdownShort.about, exitScenario(exitGoShutdownShort)},
 		{exitNodeTini.name, exitNodeTini.about, exitScenario(exitNodeTini)},
+		{"ipv6/seeds-naive", "the seeds' naive server of a dual-stack pod, its clients at its IPv6 address", seedsScenario(seedsNaiveIPv6)},
+		{"ipv6/ignore-term", "ignore-term with the clients at the dual-stack pod's IPv6 address: killed, then blackholed at that address", ignoreTermIPv6Scenario},
 		{"startup/ready-before-listening", "a new pod whose tcpSocket readiness probe targets a health port open at once, its traffic port 5 s after the start: clients straight at the pod", startupScenario},
 		{"startup/resets-after-ready", "a new pod Ready by the same probe while its server resets every request for 5.5 s after the start (a warm-up): clients straight at the pod, a request per connection", startupResetsScenario},
 	}

@@ -17,23 +17,28 @@ import (
 	"github.com/drainwatch/drainwatch/testenv/workload"
 )
 
-// seedsCase is one server of the seeds' experiment.
+// seedsCase is one server of the seeds' experiment; ipv6 sends the
+// clients to the pod's IPv6 address.
 type seedsCase struct {
 	name, ns, mode string
 	args           []string
+	ipv6           bool
 }
 
 var (
-	seedsNaive           = seedsCase{"seeds/naive", "lab-seeds-naive", workload.ModeNaive, nil}
-	seedsProtocol        = seedsCase{"seeds/protocol-1.5s", "lab-seeds-protocol", workload.ModeProtocol, []string{"--drain-delay=1500ms"}}
-	seedsProtocolNoDelay = seedsCase{"seeds/protocol-0s", "lab-seeds-protocol-0s", workload.ModeProtocol, []string{"--drain-delay=0s"}}
+	seedsNaive           = seedsCase{"seeds/naive", "lab-seeds-naive", workload.ModeNaive, nil, false}
+	seedsProtocol        = seedsCase{"seeds/protocol-1.5s", "lab-seeds-protocol", workload.ModeProtocol, []string{"--drain-delay=1500ms"}, false}
+	seedsProtocolNoDelay = seedsCase{"seeds/protocol-0s", "lab-seeds-protocol-0s", workload.ModeProtocol, []string{"--drain-delay=0s"}, false}
+	// The naive server of a dual-stack pod, its clients at its IPv6 address
+	// (the pod's second: status.podIP is its IPv4 one).
+	seedsNaiveIPv6 = seedsCase{"ipv6/seeds-naive", "lab-ipv6-seeds-naive", workload.ModeNaive, nil, true}
 )
 
 // seedsScenario runs the seeds' experiment on one pod of the case's server.
 func seedsScenario(c seedsCase) func(context.Context, *Lab) ([]Result, error) {
 	return func(ctx context.Context, l *Lab) ([]Result, error) {
 		dep := cluster.ServerDeployment(c.ns, "web", c.mode, 1, c.args...)
-		r, err := l.seedsOn(ctx, c.name, dep)
+		r, err := l.seedsOnAt(ctx, c.name, dep, c.ipv6)
 		if err != nil {
 			return nil, err
 		}
@@ -46,26 +51,45 @@ func seedsScenario(c seedsCase) func(context.Context, *Lab) ([]Result, error) {
 // flight, the pod deleted through the API, then /work every 20 ms and /ready
 // every 50 ms for one second.
 func (l *Lab) seedsOn(ctx context.Context, name string, dep *appsv1.Deployment) (Result, error) {
+	return l.seedsOnAt(ctx, name, dep, false)
+}
+
+// seedsOnAt is seedsOn with the clients at the pod's IPv6 address when ipv6
+// is set.
+func (l *Lab) seedsOnAt(ctx context.Context, name string, dep *appsv1.Deployment, ipv6 bool) (Result, error) {
 	pods, err := l.deploy(ctx, dep)
 	if err != nil {
 		return Result{}, errorf("deploying", err)
 	}
 	pod := &pods[0]
-	addr := cluster.PodAddr(pod, cluster.ServerPort)
+	addr, err := podAddr(pod, ipv6)
+	if err != nil {
+		return Result{}, err
+	}
 	l.progress.Step("%s: pod %s on %s at %s: /slow in flight, delete, then /work every 20 ms and /ready every 50 ms for 1 s",
 		name, pod.Name, pod.Spec.NodeName, addr)
-	res, err := l.Cluster.Seeds(ctx, pod, cluster.ServerPort, addr)
+	res, err := l.Cluster.SeedsAt(ctx, pod, addr, addr)
 	if err != nil {
 		return Result{}, errorf("seeds' clients", err)
 	}
-	return l.seedsResult(ctx, name, dep.Namespace, pod, res, addr, "")
+	return l.seedsResult(ctx, name, dep.Namespace, pod, res, addr, addr, "")
+}
+
+// podAddr is the pod's server address: its IPv6 one when ipv6 is set.
+func podAddr(pod *corev1.Pod, ipv6 bool) (string, error) {
+	if !ipv6 {
+		return cluster.PodAddr(pod, cluster.ServerPort), nil
+	}
+	if a := cluster.PodAddr6(pod, cluster.ServerPort); a != "" {
+		return a, nil
+	}
+	return "", fmt.Errorf("pod %s lists no IPv6 address (status.podIPs %v)", pod.Name, pod.Status.PodIPs)
 }
 
 // seedsResult waits for the seeds' victim to be terminated and for
 // drainwatch's record, and compares them: /work went to work (the pod, or
-// a Service), /ready and /slow to the pod.
-func (l *Lab) seedsResult(ctx context.Context, name, ns string, pod *corev1.Pod, res client.SeedsResult, work, note string) (Result, error) {
-	addr := cluster.PodAddr(pod, cluster.ServerPort)
+// a Service), /ready and /slow to the pod at addr.
+func (l *Lab) seedsResult(ctx context.Context, name, ns string, pod *corev1.Pod, res client.SeedsResult, addr, work, note string) (Result, error) {
 	agent, err := l.Cluster.WaitTerminated(ctx, pod.UID)
 	if err != nil {
 		return Result{}, errorf("node agent", err)

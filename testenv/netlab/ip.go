@@ -61,11 +61,13 @@ func (ns *NS) Sysctl(key, value string) error {
 }
 
 // End is one end of a veth pair: the namespace it lives in, the interface
-// name there, and an optional address in CIDR form ("10.244.0.1/24").
+// name there, and optional addresses in CIDR form ("10.244.0.1/24",
+// "fd00:10:244::1/64").
 type End struct {
-	NS   *NS
-	Name string
-	CIDR string
+	NS    *NS
+	Name  string
+	CIDR  string
+	CIDR6 string
 	// Master, when set, enslaves this end to that bridge instead of giving it
 	// an address.
 	Master string
@@ -91,19 +93,33 @@ func (e End) setupCmds() []string {
 	if e.Master != "" {
 		cmds = append(cmds, fmt.Sprintf("link set %s master %s", e.Name, e.Master))
 	}
-	if e.CIDR != "" {
-		cmds = append(cmds, fmt.Sprintf("addr add %s dev %s", e.CIDR, e.Name))
-	}
+	cmds = append(cmds, addrCmds(e.Name, e.CIDR, e.CIDR6)...)
 	return append(cmds, fmt.Sprintf("link set %s up", e.Name))
 }
 
-// Bridge creates a bridge in the namespace with an address (CIDR form, may
-// be empty) and brings it up.
-func (ns *NS) Bridge(name, cidr string) error {
-	cmds := []string{fmt.Sprintf("link add %s type bridge", name)}
-	if cidr != "" {
-		cmds = append(cmds, fmt.Sprintf("addr add %s dev %s", cidr, name))
+// addrCmds adds addresses to a device, IPv6 ones without duplicate address
+// detection (see topology.go).
+func addrCmds(dev string, cidrs ...string) []string {
+	var cmds []string
+	for _, c := range cidrs {
+		switch {
+		case c == "":
+		case strings.Contains(c, ":"):
+			cmds = append(cmds, fmt.Sprintf("addr add %s dev %s nodad", c, dev))
+		default:
+			cmds = append(cmds, fmt.Sprintf("addr add %s dev %s", c, dev))
+		}
 	}
+	return cmds
+}
+
+// Bridge creates a bridge in the namespace with addresses (CIDR form, none
+// or empty for none) and brings it up. The kernel gives it its lowest
+// port's MAC address and changes it when that port goes (a pod's veth at
+// its CNI DEL); New has IPv6 announce the change as IPv4 does.
+func (ns *NS) Bridge(name string, cidrs ...string) error {
+	cmds := []string{fmt.Sprintf("link add %s type bridge", name)}
+	cmds = append(cmds, addrCmds(name, cidrs...)...)
 	cmds = append(cmds, fmt.Sprintf("link set %s up", name))
 	if err := ns.IP(cmds...); err != nil {
 		return fmt.Errorf("creating bridge %s: %w", name, err)
@@ -111,7 +127,8 @@ func (ns *NS) Bridge(name, cidr string) error {
 	return nil
 }
 
-// Route adds a route: dst ("10.244.1.0/24" or "default") via a gateway.
+// Route adds a route: dst ("10.244.1.0/24" or "default") via a gateway;
+// the gateway's family is the route's.
 func (ns *NS) Route(dst, via string) error {
 	if err := ns.IP(fmt.Sprintf("route add %s via %s", dst, via)); err != nil {
 		return fmt.Errorf("adding route %s via %s: %w", dst, via, err)

@@ -3,6 +3,7 @@ package netlab
 import (
 	"context"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"syscall"
@@ -133,8 +134,9 @@ func TestRemoveAll(t *testing.T) {
 }
 
 // TestTopology wires a fabric, two nodes and one pod per node, then checks
-// fabric→pod and pod→pod (cross-node) connectivity. The root namespace is
-// only asked for its route (no packet is sent): it must not know ours.
+// fabric→pod and pod→pod (cross-node) connectivity, over IPv4 and IPv6. The
+// root namespace is only asked for its routes (no packet is sent): it must
+// not know ours.
 func TestTopology(t *testing.T) {
 	privileged.RequireRoot(t)
 	fabric, err := NewFabric("fabric")
@@ -149,43 +151,50 @@ func TestTopology(t *testing.T) {
 			t.Fatal(err)
 		}
 		pods[i] = newNS(t, "pod")
-		err := Veth(End{NS: pods[i], Name: "eth0", CIDR: PodIP(i, 2) + "/24"}, End{NS: node, Name: "vpod", Master: NodeBridge})
+		err := Veth(End{NS: pods[i], Name: "eth0", CIDR: PodIP(i, 2) + "/24", CIDR6: PodIP6(i, 2) + "/64"},
+			End{NS: node, Name: "vpod", Master: NodeBridge})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := pods[i].Route("default", PodGateway(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ln, err := pods[1].Listen("tcp", PodIP(1, 2)+":80")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for range 2 {
-			if conn, err := ln.Accept(); err == nil {
-				_, _ = io.WriteString(conn, conn.RemoteAddr().String())
-				conn.Close()
+		for _, gw := range []string{PodGateway(i), PodGateway6(i)} {
+			if err := pods[i].Route("default", gw); err != nil {
+				t.Fatal(err)
 			}
 		}
-	}()
-	for _, from := range []*NS{fabric, pods[0]} {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		conn, err := from.Dial(ctx, "tcp", PodIP(1, 2)+":80")
-		cancel()
+	}
+	for _, ip := range []string{PodIP(1, 2), PodIP6(1, 2)} {
+		addr := net.JoinHostPort(ip, "80")
+		ln, err := pods[1].Listen("tcp", addr)
 		if err != nil {
-			t.Fatalf("dial from %s: %v", from, err)
+			t.Fatal(err)
 		}
-		got, _ := io.ReadAll(conn)
-		conn.Close()
-		t.Logf("from %s the pod saw %s", from, got)
-	}
-	out, err := runIP("", "route", "get", PodIP(1, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(out, "fab") || strings.Contains(out, NodeBridge) || strings.Contains(out, "10.240.") {
-		t.Fatalf("root namespace routes the pod network through our links: %s", out)
+		go func() {
+			for range 2 {
+				if conn, err := ln.Accept(); err == nil {
+					_, _ = io.WriteString(conn, conn.RemoteAddr().String())
+					conn.Close()
+				}
+			}
+		}()
+		for _, from := range []*NS{fabric, pods[0]} {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			start := time.Now()
+			conn, err := from.Dial(ctx, "tcp", addr)
+			cancel()
+			if err != nil {
+				t.Fatalf("dial %s from %s: %v", addr, from, err)
+			}
+			got, _ := io.ReadAll(conn)
+			conn.Close()
+			t.Logf("%s from %s: the pod saw %s (%v)", addr, from, got, time.Since(start).Round(time.Millisecond))
+		}
+		ln.Close()
+		out, err := runIP("", "route", "get", ip)
+		if err != nil && !strings.Contains(err.Error(), "unreachable") {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, "fab") || strings.Contains(out, NodeBridge) || strings.Contains(out, "10.240.") || strings.Contains(out, "fd00:10:240:") {
+			t.Fatalf("root namespace routes the pod network through our links: %s", out)
+		}
 	}
 }

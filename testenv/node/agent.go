@@ -164,7 +164,7 @@ func (a *Agent) up(ctx context.Context) error {
 		if err := netlab.ConnectNode(a.cfg.Fabric, ns, a.cfg.Index); err != nil {
 			return fmt.Errorf("node %s: %w", a.cfg.Name, err)
 		}
-	} else if err := ns.Bridge(netlab.NodeBridge, netlab.PodGateway(a.cfg.Index)+"/24"); err != nil {
+	} else if err := ns.Bridge(netlab.NodeBridge, netlab.PodGateway(a.cfg.Index)+"/24", netlab.PodGateway6(a.cfg.Index)+"/64"); err != nil {
 		return err
 	}
 	bin, err := BuildKubeletProber(ctx, a.cfg.WorkDir)

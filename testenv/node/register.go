@@ -34,7 +34,7 @@ func (a *Agent) nodeObject() *corev1.Node {
 	// never sees this node without allocatable resources.
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: a.cfg.Name, Labels: labels},
-		Spec:       corev1.NodeSpec{PodCIDR: cidr, PodCIDRs: []string{cidr}},
+		Spec:       corev1.NodeSpec{PodCIDR: cidr, PodCIDRs: []string{cidr, netlab.PodCIDR6(a.cfg.Index)}},
 		Status:     a.nodeStatus(),
 	}
 }

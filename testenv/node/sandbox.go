@@ -13,7 +13,8 @@ import (
 
 // ipam hands out node i's pod addresses 10.244.i.2 to .254 round-robin, so
 // an address is reused as late as possible (a late packet to a recycled IP
-// would land in another pod).
+// would land in another pod); the pod's IPv6 address has the same number
+// (fd00:10:244:i::n).
 type ipam struct {
 	mu    sync.Mutex
 	index int
@@ -51,7 +52,7 @@ func (a *ipam) release(n int) {
 type sandbox struct {
 	ns       *netlab.NS
 	ipIndex  int
-	IP       string
+	IP, IP6  string // a dual-stack pod's addresses, IPv4 the primary
 	slice    string // absolute pod slice path
 	sliceRel string
 	// sandboxScope is the pause container's scope a real node has next to
@@ -63,14 +64,15 @@ type sandbox struct {
 	removed      bool // removeSandbox ran: the address may belong to another pod now
 }
 
-// createSandbox makes the pod's namespace (eth0 on the node bridge, default
-// route via the bridge) and its pod slice cgroup.
+// createSandbox makes the pod's namespace (eth0 on the node bridge with an
+// address of each family, default routes via the bridge: a dual-stack
+// cluster's CNI) and its pod slice cgroup.
 func (a *Agent) createSandbox(pod *corev1.Pod) (*sandbox, error) {
 	n, err := a.ipam.allocate()
 	if err != nil {
 		return nil, err
 	}
-	sb := &sandbox{ipIndex: n, IP: netlab.PodIP(a.cfg.Index, n)}
+	sb := &sandbox{ipIndex: n, IP: netlab.PodIP(a.cfg.Index, n), IP6: netlab.PodIP6(a.cfg.Index, n)}
 	sb.sliceRel = PodSlice(QOSClass(pod), pod.UID)
 	sb.slice = filepath.Join(a.cfg.CgroupRoot, sb.sliceRel)
 	if err := a.wireSandbox(pod, sb); err != nil {
@@ -88,13 +90,15 @@ func (a *Agent) wireSandbox(pod *corev1.Pod, sb *sandbox) error {
 	sb.ns = ns
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
-	err = netlab.Veth(netlab.End{NS: ns, Name: "eth0", CIDR: sb.IP + "/24"},
+	err = netlab.Veth(netlab.End{NS: ns, Name: "eth0", CIDR: sb.IP + "/24", CIDR6: sb.IP6 + "/64"},
 		netlab.End{NS: a.nodeNS, Name: "veth" + hex.EncodeToString(suffix), Master: netlab.NodeBridge})
 	if err != nil {
 		return fmt.Errorf("pod %s/%s veth: %w", pod.Namespace, pod.Name, err)
 	}
-	if err := ns.Route("default", netlab.PodGateway(a.cfg.Index)); err != nil {
-		return err
+	for _, gw := range []string{netlab.PodGateway(a.cfg.Index), netlab.PodGateway6(a.cfg.Index)} {
+		if err := ns.Route("default", gw); err != nil {
+			return err
+		}
 	}
 	sb.sandboxID = newContainerID()
 	sb.sandboxScope = filepath.Join(sb.slice, "cri-containerd-"+sb.sandboxID+".scope")

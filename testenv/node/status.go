@@ -68,7 +68,7 @@ func (w *podWorker) buildStatus() corev1.PodStatus {
 	st := corev1.PodStatus{Phase: w.phase(), QOSClass: QOSClass(pod), StartTime: &w.startTime,
 		HostIP: netlab.NodeIP(w.a.cfg.Index), HostIPs: []corev1.HostIP{{IP: netlab.NodeIP(w.a.cfg.Index)}}}
 	if w.sb != nil {
-		st.PodIP, st.PodIPs = w.sb.IP, []corev1.PodIP{{IP: w.sb.IP}}
+		st.PodIP, st.PodIPs = w.sb.IP, []corev1.PodIP{{IP: w.sb.IP}, {IP: w.sb.IP6}}
 	}
 	allReady := len(pod.Spec.Containers) > 0
 	for i := range pod.Spec.Containers {

@@ -34,9 +34,9 @@ func (k *scopeKernel) WatchNetns(ino uint32) error {
 	k.netns[ino] = true
 	return nil
 }
-func (k *scopeKernel) UnwatchNetns(ino uint32) error  { delete(k.netns, ino); return nil }
-func (k *scopeKernel) WatchCgroup(id uint64) error    { k.cgroups[id] = true; return nil }
-func (k *scopeKernel) UnwatchCgroup(id uint64) error  { delete(k.cgroups, id); return nil }
+func (k *scopeKernel) UnwatchNetns(ino uint32) error { delete(k.netns, ino); return nil }
+func (k *scopeKernel) WatchCgroup(id uint64) error   { k.cgroups[id] = true; return nil }
+func (k *scopeKernel) UnwatchCgroup(id uint64) error { delete(k.cgroups, id); return nil }
 func (k *scopeKernel) WatchAddr(a netip.Addr) error {
 	if k.addrs != nil {
 		k.addrs[a] = false

@@ -82,6 +82,11 @@ static __always_inline void emit_sock(const struct sock *sk, __u8 type, __u32 ne
 		local_source(e);
 		if (!watch_all)
 			count_accept(netns, from_probe(e));
+	} else {
+		/* listen() and the close of a listener run in process context
+		 * (the last fput, also at exit): the task is the container
+		 * whose listener it is, which a pod of several needs. */
+		event_current(e);
 	}
 	event_submit(e);
 }

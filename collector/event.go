@@ -86,8 +86,10 @@ func (c Comm) String() string {
 // Socket events (accept, listen_*, refused, reset, conn_closed_inflight) run in
 // softirq or on behalf of another task: attribute them by NetnsIno and
 // addresses, never by PID/CgroupID, which are only set where they are the
-// socket owner's. Process events (signal, exit) carry the target/exiting
-// task's PID, TGID and CgroupID.
+// socket owner's: listen_open and listen_close (listen() and a listener's
+// last close run in the owner's context, which names the container of a
+// pod of several) and a reset its owner sent. Process events (signal,
+// exit) carry the target/exiting task's PID, TGID and CgroupID.
 type Event struct {
 	Type EventType
 	// Time is wall-clock time with ns resolution, converted once from the

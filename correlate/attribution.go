@@ -143,11 +143,11 @@ func (c *Correlator) attribute(e *collector.Event) (p *podState, container strin
 	if !e.Type.Kind().Process { // a socket event: by netns and address
 		if uid, ok := c.idx.Netns[e.NetnsIno]; ok && e.NetnsIno != 0 {
 			if p := c.pods[uid]; p == nil || addressedTo(&p.Pod, e.Local.Addr()) {
-				return p, ""
+				return p, c.listenerContainer(uid, e)
 			}
 		}
 		if uid := c.idx.ipOwnerAt(e.Local.Addr(), e.Time); uid != "" {
-			return c.pods[uid], ""
+			return c.pods[uid], c.listenerContainer(uid, e)
 		}
 		return nil, ""
 	}
@@ -158,4 +158,18 @@ func (c *Correlator) attribute(e *collector.Event) (p *podState, container strin
 		return c.pods[uid], ""
 	}
 	return nil, ""
+}
+
+// listenerContainer names the container of pod uid whose task opened or
+// closed a listener (listen events run in that task's context and carry
+// its cgroup); "" for other socket events and for a cgroup of no
+// container of the pod.
+func (c *Correlator) listenerContainer(uid string, e *collector.Event) string {
+	if e.Type != collector.EventListenOpen && e.Type != collector.EventListenClose || e.CgroupID == 0 {
+		return ""
+	}
+	if ref, ok := c.idx.Cgroups[e.CgroupID]; ok && ref.UID == uid {
+		return ref.Container
+	}
+	return ""
 }

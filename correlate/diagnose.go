@@ -28,7 +28,7 @@ func Outcomes() []string {
 
 // outcomeOf names the loss first: a partial view still proves what it saw.
 func outcomeOf(t Termination) string {
-	refused := t.Counts.RefusedAfterSigterm+t.Counts.RefusedBeforeSigterm > 0
+	refused := t.Counts.RefusedAfterSigterm+t.Counts.RefusedBeforeSigterm+t.Counts.RefusedInsidePod > 0
 	killed := t.Counts.RequestsKilledBySigkill+t.Counts.RequestsKilledAtExit > 0
 	switch {
 	case refused && killed:
@@ -67,7 +67,7 @@ func diagnose(t Termination, prestopMessage string, cfg Config) []Diagnosis {
 	exceeded := nodeFix(t, graceExceeded(t, ignored))
 	killed = nodeFix(t, killed)
 	for _, d := range []*Diagnosis{
-		restart, routing, blackholed(t, cfg), drainDelay, ignoredDiagnosis(t, ignored),
+		restart, routing, refusedInsidePod(t, cfg), blackholed(t, cfg), drainDelay, ignoredDiagnosis(t, ignored),
 		exceeded, killed, killedAtExit(t, restart), streamsKilled(t), shutdownResets(t), resetAtExit(t), resetOnReuse(t),
 		prestopFailed(t, prestopMessage), budgetTooSmall(t, ignored, cfg), stopSignalMismatch(t),
 	} {
@@ -88,19 +88,81 @@ func listenerClosedEarly(t Termination, cfg Config) *Diagnosis {
 	if n.RefusedAfterSigterm+n.RefusedBeforeSigterm == 0 {
 		return nil
 	}
-	closed := "the listener was never seen closing"
+	listener, to := "the listener", ""
+	if l, ok := t.ServingListener(); ok && l.Container != "" {
+		listener, to = fmt.Sprintf("container %s's listener :%d", l.Container, l.Port), " to container "+l.Container
+	}
+	closed := listener + " was never seen closing"
 	if rel := relative(deletionRef(t), t.Marks.ListenerClosed, deletionRefName(t)); rel != "" {
-		closed = "the listener closed " + rel
+		closed = listener + " closed " + rel
 	}
 	d := &Diagnosis{Code: DiagListenerClosedEarly,
 		Message: fmt.Sprintf("%d connections refused (%d after the stop signal, %d before it): %s",
 			n.RefusedAfterSigterm+n.RefusedBeforeSigterm, n.RefusedAfterSigterm, n.RefusedBeforeSigterm, closed),
-		Fix: fmt.Sprintf("add preStop sleep ≥ %ds", sleepFor(0, cfg))}
+		Fix: fmt.Sprintf("add preStop sleep ≥ %ds%s", sleepFor(0, cfg), to)}
 	if took, ok := routingTook(t); ok {
 		d.Message += fmt.Sprintf(" while routing still sent traffic until %s after %s", FormatSeconds(took), deletionRefName(t))
-		d.Fix = fmt.Sprintf("add preStop sleep ≥ %ds: routing took %s%s", sleepFor(took, cfg), FormatSeconds(took), slowestText(t))
+		d.Fix = fmt.Sprintf("add preStop sleep ≥ %ds%s: routing took %s%s", sleepFor(took, cfg), to, FormatSeconds(took), slowestText(t))
 	}
 	return d
+}
+
+// ServingListener is the close of a pod of several containers that set
+// listener_closed: the last listener its clients reached.
+func (t Termination) ServingListener() (ListenerClose, bool) {
+	for _, l := range t.Listeners {
+		if !l.Inner && l.At.Equal(t.Marks.ListenerClosed) {
+			return l, true
+		}
+	}
+	return ListenerClose{}, false
+}
+
+// refusedInsidePod: a container of the pod (a sidecar proxy) kept
+// forwarding over loopback to another whose listener had closed. The fix
+// is the backend's: it must keep listening until the proxy in front of it
+// stops forwarding (the last refusal inside).
+func refusedInsidePod(t Termination, cfg Config) *Diagnosis {
+	n := t.Counts.RefusedInsidePod
+	if n == 0 {
+		return nil
+	}
+	var last time.Time
+	ports := ""
+	for i, pc := range t.RefusedInsidePorts {
+		last = later(last, pc.Last)
+		if i > 0 {
+			ports += ", "
+		}
+		ports += fmt.Sprintf(":%d", pc.Port)
+		if c := innerContainer(t, pc.Port); c != "" {
+			ports += " (container " + c + ")"
+		}
+	}
+	d := &Diagnosis{Code: DiagRefusedInsidePod,
+		Message: fmt.Sprintf("%d connections refused inside the pod at %s: a container in front of it (a sidecar proxy) still forwarded after its listener closed; each was a request the proxy failed or retried", n, ports),
+		Fix:     "keep the backend container listening until the proxy in front of it has drained"}
+	to := ""
+	if c := innerContainer(t, t.RefusedInsidePorts[0].Port); c != "" {
+		to = " to container " + c
+	}
+	if start := deletionRef(t); !start.IsZero() && last.After(start) {
+		took := last.Sub(start)
+		d.Message += fmt.Sprintf(", the last %s after %s", FormatSeconds(took), deletionRefName(t))
+		d.Fix = fmt.Sprintf("add preStop sleep ≥ %ds%s: the proxy forwarded to it until %s after %s", sleepFor(took, cfg), to, FormatSeconds(took), deletionRefName(t))
+	}
+	return d
+}
+
+// innerContainer names the container whose listener on port closed
+// during the termination, "" when none is known.
+func innerContainer(t Termination, port uint16) string {
+	for _, l := range t.Listeners {
+		if l.Port == port && l.Container != "" {
+			return l.Container
+		}
+	}
+	return ""
 }
 
 // blackholed: connections sent after the pod's network was gone. The

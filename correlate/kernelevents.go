@@ -65,9 +65,10 @@ func (c *Correlator) dispatch(p *podState, container string, e *collector.Event)
 	case collector.EventAccept:
 		c.accept(p, e)
 	case collector.EventListenOpen:
-		p.Listeners.open(e.SockCookie)
+		p.Listeners.open(e.SockCookie, listenerInfo{Port: e.Local.Port(), Container: container,
+			Loopback: e.Local.Addr().Unmap().IsLoopback()})
 	case collector.EventListenClose:
-		listenClose(p, e)
+		listenClose(p, container, e)
 	case collector.EventRefused:
 		c.refused(p.Term, e)
 	case collector.EventReset:
@@ -136,6 +137,13 @@ func (c *Correlator) accept(p *podState, e *collector.Event) {
 		}
 		return
 	}
+	if inPod(e) {
+		// A container of the pod connecting to another over loopback (a
+		// sidecar forwarding to its application): its client's
+		// connection was the proxy's own accept, counted there.
+		return
+	}
+	p.Listeners.accepted(e.Local.Port())
 	c.clientAccept(p, e.Time, e.SockCookie, true)
 	notePeer(t, e, peerAccepted)
 	if t != nil && len(t.Blackholes) > 0 {
@@ -170,17 +178,31 @@ func (c *Correlator) clientAccept(p *podState, at time.Time, cookie uint64, atte
 	}
 }
 
-// listenClose sets listener_closed when the pod's last listener closes.
-// When the set of listeners is not known to be complete, every close
-// during the termination moves the mark: the last one is the last listener.
-func listenClose(p *podState, e *collector.Event) {
-	last := p.Listeners.close(e.SockCookie)
+// listenClose sets listener_closed when the pod's last listener that its
+// clients reach closes (listenerSet.serves: a sidecar's, not the loopback
+// backend behind it). When the set of listeners is not known to be
+// complete, every such close during the termination moves the mark: the
+// last one is the last listener. A pod of several containers keeps each
+// close, with its container, in Termination.Listeners.
+func listenClose(p *podState, container string, e *collector.Event) {
+	info, _, noneServing := p.Listeners.close(e.SockCookie)
 	t := p.Term
 	if t == nil {
 		return
 	}
+	if container == "" {
+		container = info.Container
+	}
+	serves := p.Listeners.serves(info)
+	if len(p.Pod.Containers) > 1 && len(t.T.Listeners) < maxListenerCloses {
+		port := info.Port
+		if port == 0 {
+			port = e.Local.Port()
+		}
+		t.T.Listeners = append(t.T.Listeners, ListenerClose{Container: container, Port: port, Inner: !serves, At: e.Time})
+	}
 	m := &t.T.Marks
-	if last && m.ListenerClosed.IsZero() || !p.Listeners.Complete {
+	if noneServing && m.ListenerClosed.IsZero() || !p.Listeners.Complete && serves {
 		m.ListenerClosed = e.Time
 	}
 }
@@ -193,6 +215,10 @@ func listenClose(p *podState, e *collector.Event) {
 // kubelet's probes are counted apart and never as client attempts.
 func (c *Correlator) refused(t *termState, e *collector.Event) {
 	if t == nil || c.refusals.repeat(e) {
+		return
+	}
+	if inPod(e) {
+		refusedInside(t, e)
 		return
 	}
 	reached(t, e, true)
@@ -217,6 +243,28 @@ func (c *Correlator) refused(t *termState, e *collector.Event) {
 	}
 	c.attempt(t, e.Time, true)
 	notePeer(t, e, peerRefused)
+}
+
+// refusedInside counts a refusal over the pod's loopback (a sidecar's
+// forward to a container whose listener closed) from the deletion on, or
+// from the stop signal for a termination without a deletion.
+func refusedInside(t *termState, e *collector.Event) {
+	stop := stopPoint(t)
+	if (stop.IsZero() || e.Time.Before(stop)) && (t.Tentative || e.Time.Before(deletionStart(t))) {
+		return
+	}
+	t.T.Counts.RefusedInsidePod++
+	port := e.Local.Port()
+	for i := range t.T.RefusedInsidePorts {
+		if pc := &t.T.RefusedInsidePorts[i]; pc.Port == port {
+			pc.Count++
+			pc.Last = later(pc.Last, e.Time)
+			return
+		}
+	}
+	if len(t.T.RefusedInsidePorts) < maxListenerCloses {
+		t.T.RefusedInsidePorts = append(t.T.RefusedInsidePorts, PortCount{Port: port, Count: 1, Last: e.Time})
+	}
 }
 
 // deletionStart is deletion_seen, or the start of a termination whose

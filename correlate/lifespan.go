@@ -381,6 +381,7 @@ func (c *Correlator) evaluate(p *podState, final bool) Termination {
 	t := ts.T
 	t.Connections = slices.Clone(t.Connections)
 	t.PartialReasons = slices.Clone(t.PartialReasons)
+	t.Listeners, t.RefusedInsidePorts = slices.Clone(t.Listeners), slices.Clone(t.RefusedInsidePorts)
 	// Refusals with no stop signal ever seen: when the kernel view may have
 	// missed it, the headline count must not lose them; when it cannot have,
 	// the server stopped listening by itself (a preStop, a crash) before

@@ -163,22 +163,90 @@ const maxTrackedCookies = 8192
 type listenerSet struct {
 	Open     map[uint64]bool `json:"open,omitempty"`
 	Complete bool            `json:"complete,omitempty"`
+	// Info is what each open listener's listen event said: its port, its
+	// container and whether it is bound to loopback. Outer holds the ports
+	// that accepted a connection from outside the pod (at a pod address).
+	// Both only matter to a pod with several listeners: which of them the
+	// clients reach (a sidecar's, while the app behind it sees only
+	// loopback) and whose container each is.
+	Info  map[uint64]listenerInfo `json:"info,omitempty"`
+	Outer map[uint16]bool         `json:"outer,omitempty"`
 }
 
-func (l *listenerSet) open(cookie uint64) {
+// listenerInfo is one listener as its listen event named it.
+type listenerInfo struct {
+	Port      uint16 `json:"port"`
+	Container string `json:"container,omitempty"`
+	Loopback  bool   `json:"loopback,omitempty"`
+}
+
+// maxListenerInfo bounds Info (a server opening listeners in a loop).
+const maxListenerInfo = 64
+
+func (l *listenerSet) open(cookie uint64, info listenerInfo) {
 	if l.Open == nil {
 		l.Open = make(map[uint64]bool)
 	}
 	l.Open[cookie] = true
+	if l.Info == nil {
+		l.Info = make(map[uint64]listenerInfo)
+	}
+	if len(l.Info) < maxListenerInfo {
+		l.Info[cookie] = info
+	}
 }
 
-// close removes a listener and reports whether it was the last one.
-func (l *listenerSet) close(cookie uint64) (last bool) {
+// close removes a listener and reports whether it was the last one, and
+// whether no listener the clients reach is left open (serving): the last
+// outer one (see serves) has closed.
+func (l *listenerSet) close(cookie uint64) (info listenerInfo, last, noneServing bool) {
+	info = l.Info[cookie]
 	if !l.Open[cookie] {
 		l.Complete = false
 	}
 	delete(l.Open, cookie)
-	return l.Complete && len(l.Open) == 0
+	delete(l.Info, cookie)
+	if !l.Complete {
+		return info, false, false
+	}
+	if len(l.Open) == 0 {
+		return info, true, true
+	}
+	if !l.serves(info) {
+		return info, false, false // an inner listener's close: the clients' listener is untouched
+	}
+	for c := range l.Open {
+		if l.serves(l.Info[c]) {
+			return info, false, false
+		}
+	}
+	return info, false, true
+}
+
+// serves says whether a listener is one the pod's clients reach: not
+// bound to loopback and, once any port has accepted a connection from
+// outside the pod, one of those ports. A mesh's application behind the
+// proxy listens on the wildcard too, but only its proxy's loopback
+// connections reach it.
+func (l *listenerSet) serves(info listenerInfo) bool {
+	if info.Loopback {
+		return false
+	}
+	return len(l.Outer) == 0 || info.Port == 0 || l.Outer[info.Port]
+}
+
+// accepted notes a port that accepted a connection from outside the pod,
+// for a pod with several listeners (a map store only then).
+func (l *listenerSet) accepted(port uint16) {
+	if len(l.Info) < 2 || l.Outer[port] {
+		return
+	}
+	if l.Outer == nil {
+		l.Outer = make(map[uint16]bool)
+	}
+	if len(l.Outer) < maxListenerInfo {
+		l.Outer[port] = true
+	}
 }
 
 const (

@@ -84,6 +84,14 @@ type Counts struct {
 	// probe "blackhole", Linux >= 5.17): see docs/limits.md for datapaths
 	// where no kernel of the node does.
 	ConnectionsBlackholed int `json:"connections_blackholed"`
+	// RefusedInsidePod counts connections a container of the pod made to
+	// another over loopback that were refused during the termination: a
+	// sidecar proxy forwarding to an application whose listener had closed
+	// (Termination.RefusedInsidePorts names the ports). Each is a request
+	// the proxy could not forward (its client got the proxy's error, or the
+	// proxy retried): never a client's refusal, so never in
+	// RefusedAfterSigterm or RefusedBeforeSigterm.
+	RefusedInsidePod int `json:"refused_inside_pod,omitempty"`
 }
 
 // Diagnosis codes (docs/design.md, Diagnoses). Each Diagnosis carries a one-line explanation
@@ -108,6 +116,7 @@ const (
 	DiagExitedInflight      = "exited_with_requests_in_flight"
 	DiagCrashedDuringDrain  = "crashed_during_drain"
 	DiagBlackholed          = "connections_blackholed"
+	DiagRefusedInsidePod    = "refused_inside_pod"
 	DiagClean               = "clean"
 )
 
@@ -220,7 +229,32 @@ type Termination struct {
 	// Sources are the node-local tasks that connected during the
 	// termination, bounded, in order of first sight.
 	Sources []Source `json:"sources,omitempty"`
+	// Listeners are the listener closes of a pod of several containers
+	// during the termination, in order, bounded: whose container each was,
+	// its port and whether it was one only the pod itself reached (Inner: a
+	// loopback backend behind a sidecar). Empty for a pod of one container.
+	Listeners []ListenerClose `json:"listeners,omitempty"`
+	// RefusedInsidePorts details Counts.RefusedInsidePod by port, bounded.
+	RefusedInsidePorts []PortCount `json:"refused_inside_ports,omitempty"`
 	// RoutingSources are the traffic sources that still sent at or after
 	// endpoints_not_ready, slowest first, bounded (routingsources.go).
 	RoutingSources []RoutingSource `json:"routing_sources,omitempty"`
 }
+
+// ListenerClose is one listener of a pod of several containers closing.
+type ListenerClose struct {
+	Container string    `json:"container,omitempty"`
+	Port      uint16    `json:"port"`
+	Inner     bool      `json:"inner,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// PortCount is a count on one port, with the time of the last one.
+type PortCount struct {
+	Port  uint16    `json:"port"`
+	Count int       `json:"count"`
+	Last  time.Time `json:"last,omitzero"`
+}
+
+// maxListenerCloses bounds Termination.Listeners and RefusedInsidePorts.
+const maxListenerCloses = 8

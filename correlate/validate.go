@@ -117,7 +117,7 @@ func CheckTermination(t Termination, now time.Time) error {
 		return fmt.Errorf("termination of pod uid %s: count %s is negative", t.PodUID, name)
 	}
 	if len(t.Connections) > maxRestoredConnPts || max(len(t.Sources), len(t.RoutingSources), len(t.Diagnoses),
-		len(t.PartialReasons)) > maxRestoredRows {
+		len(t.PartialReasons), len(t.Listeners), len(t.RefusedInsidePorts)) > maxRestoredRows {
 		return fmt.Errorf("termination of pod uid %s: lists longer than drainwatch keeps", t.PodUID)
 	}
 	return nil

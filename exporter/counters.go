@@ -33,10 +33,12 @@ type RevisionCounters struct {
 	KilledAtExit uint64 `json:"requests_killed_at_exit,omitempty"`
 	// Blackholed is absent from older states: it restores as 0.
 	Blackholed uint64 `json:"connections_blackholed,omitempty"`
-	Accepted   uint64 `json:"accepted_after_endpoint_removal"`
-	Resets     uint64 `json:"connections_reset_at_shutdown"`
-	Reuse      uint64 `json:"requests_reset_on_reused_connections,omitempty"`
-	Probes     uint64 `json:"probe_connections_refused"`
+	// RefusedInside is absent from older states: it restores as 0.
+	RefusedInside uint64 `json:"refused_inside_pod,omitempty"`
+	Accepted      uint64 `json:"accepted_after_endpoint_removal"`
+	Resets        uint64 `json:"connections_reset_at_shutdown"`
+	Reuse         uint64 `json:"requests_reset_on_reused_connections,omitempty"`
+	Probes        uint64 `json:"probe_connections_refused"`
 	// The new pods' side; absent from older states: they restore as 0.
 	RefusedAfterReady  uint64    `json:"refused_after_ready,omitempty"`
 	RefusedBeforeReady uint64    `json:"refused_before_ready,omitempty"`
@@ -113,7 +115,7 @@ func (r *revisionState) counters() RevisionCounters {
 		outcomes[o] = n
 	}
 	return RevisionCounters{Labels: r.labels, Outcomes: outcomes, Refused: r.refused, Killed: r.killed,
-		KilledAtExit: r.killedAtExit, Blackholed: r.blackholed, Accepted: r.acceptedNR, Resets: r.resets, Reuse: r.reuse, Probes: r.probes, Updated: r.updated,
+		KilledAtExit: r.killedAtExit, Blackholed: r.blackholed, RefusedInside: r.refusedInside, Accepted: r.acceptedNR, Resets: r.resets, Reuse: r.reuse, Probes: r.probes, Updated: r.updated,
 		RefusedAfterReady: r.refusedAfterReady, RefusedBeforeReady: r.refusedBeforeReady, ResetAfterReady: r.resetAfterReady}
 }
 
@@ -123,7 +125,7 @@ func restoreRevision(rc RevisionCounters) *revisionState {
 		rs.outcomes[o] = n
 	}
 	rs.refused, rs.killed, rs.killedAtExit, rs.acceptedNR = rc.Refused, rc.Killed, rc.KilledAtExit, rc.Accepted
-	rs.blackholed = rc.Blackholed
+	rs.blackholed, rs.refusedInside = rc.Blackholed, rc.RefusedInside
 	rs.resets, rs.reuse, rs.probes, rs.updated = rc.Resets, rc.Reuse, rc.Probes, rc.Updated
 	rs.refusedAfterReady, rs.refusedBeforeReady, rs.resetAfterReady = rc.RefusedAfterReady, rc.RefusedBeforeReady, rc.ResetAfterReady
 	return rs

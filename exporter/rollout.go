@@ -20,10 +20,12 @@ type revisionState struct {
 	// blackholed: attempts the node dropped after the pod's network was
 	// gone.
 	blackholed uint64
-	acceptedNR uint64 // accepted after endpoints not ready
-	resets     uint64 // connections reset at shutdown
-	reuse      uint64 // requests reset on reused connections
-	probes     uint64 // probe connections refused
+	// refusedInside: a sidecar's forwards refused inside the pod.
+	refusedInside uint64
+	acceptedNR    uint64 // accepted after endpoints not ready
+	resets        uint64 // connections reset at shutdown
+	reuse         uint64 // requests reset on reused connections
+	probes        uint64 // probe connections refused
 	// The new pods' side (startup.go): refused after and before Ready,
 	// reset after Ready.
 	refusedAfterReady, refusedBeforeReady, resetAfterReady uint64
@@ -71,6 +73,7 @@ func (r *revisionState) add(t correlate.Termination, now time.Time) {
 	r.killed += uint64(max(t.Counts.RequestsKilledBySigkill, 0))
 	r.killedAtExit += uint64(max(t.Counts.RequestsKilledAtExit, 0))
 	r.blackholed += uint64(max(t.Counts.ConnectionsBlackholed, 0))
+	r.refusedInside += uint64(max(t.Counts.RefusedInsidePod, 0))
 	r.acceptedNR += uint64(max(t.Counts.AcceptedAfterEndpointsNotReady, 0))
 	r.resets += uint64(max(t.Counts.ConnectionsResetAtShutdown, 0))
 	r.reuse += uint64(max(t.Counts.RequestsResetOnReusedConnections, 0))

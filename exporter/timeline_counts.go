@@ -25,6 +25,9 @@ func writeCounts(w *bufio.Writer, t correlate.Termination) {
 	if c.ConnectionsBlackholed > 0 {
 		printLine(w, "  blackholed: %d%s", c.ConnectionsBlackholed, blackholeDetail(t))
 	}
+	if c.RefusedInsidePod > 0 {
+		printLine(w, "  refused inside the pod: %d%s", c.RefusedInsidePod, insideDetail(t))
+	}
 	printLine(w, "  in flight at stop signal: %d  accepted after endpoint removal: %d  reset at exit: %d",
 		c.InflightAtStopSignal, c.AcceptedAfterEndpointsNotReady, c.ConnectionsResetAtExit)
 	printLine(w, "  reset at shutdown: %d  streams killed by SIGKILL: %d  probe refusals: %d",
@@ -34,6 +37,19 @@ func writeCounts(w *bufio.Writer, t correlate.Termination) {
 		printLine(w, "  keep-alive: the server closed %d idle connections after %s to %s idle; a pool reused %d of them, the longest %s after its last data",
 			k.IdleCloses, correlate.FormatSecondsMs(k.IdleMin), correlate.FormatSecondsMs(k.IdleMax), k.PoolReuses, correlate.FormatSecondsMs(k.PoolIdleMax))
 	}
+}
+
+// insideDetail is " (a sidecar's forwards to :8080 13)" for the refusals
+// inside a pod, by port.
+func insideDetail(t correlate.Termination) string {
+	parts := make([]string, len(t.RefusedInsidePorts))
+	for i, p := range t.RefusedInsidePorts {
+		parts[i] = fmt.Sprintf(":%d %d", p.Port, p.Count)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (a sidecar's forwards to " + strings.Join(parts, ", ") + ")"
 }
 
 // blackholeDetail is " (sent after the pod's network was gone; the last

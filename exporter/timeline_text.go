@@ -58,6 +58,9 @@ func writeTimeline(w *bufio.Writer, v TerminationView) {
 	for _, m := range t.Marks.Observed() {
 		printMark(w, m, origin, markDetail(t, m.Name))
 	}
+	if l := listenersLine(t, origin); l != "" {
+		printLine(w, "  %s", l)
+	}
 	writeCounts(w, t)
 	if s := SourcesLine(t.Sources); s != "" {
 		printLine(w, "  sources: %s", s)
@@ -109,6 +112,11 @@ func markDetail(t correlate.Termination, mark string) string {
 			detail += fmt.Sprintf("; the API names %s", collector.SignalName(t.StopSignalAPI))
 		}
 		return detail
+	case "listener_closed":
+		if l, ok := t.ServingListener(); ok && l.Container != "" {
+			return fmt.Sprintf("container %s, port %d", l.Container, l.Port)
+		}
+		return ""
 	case "sigkill":
 		return "SIGKILL"
 	case "exit":
@@ -122,6 +130,23 @@ func markDetail(t correlate.Termination, mark string) string {
 		return detail
 	}
 	return ""
+}
+
+// listenersLine lists the listener closes of a pod of several containers,
+// whose container each was: "listeners closed: proxy :15006 +0.001s, app
+// :8080 +2.503s (inside the pod: only its containers reached it)".
+func listenersLine(t correlate.Termination, origin time.Time) string {
+	if len(t.Listeners) == 0 {
+		return ""
+	}
+	parts := make([]string, len(t.Listeners))
+	for i, l := range t.Listeners {
+		parts[i] = fmt.Sprintf("%s :%d %s", orNone(l.Container), l.Port, correlate.FormatOffset(l.At.Sub(origin)))
+		if l.Inner {
+			parts[i] += " (inside the pod: only its containers reached it)"
+		}
+	}
+	return "listeners closed: " + strings.Join(parts, ", ")
 }
 
 // connectionsLine summarises the connection attempts kept for the timeline

@@ -125,3 +125,62 @@ func waitChild(t *testing.T, parent int, comm string) int {
 	t.Fatalf("no child of pid %d running %s within 2s", parent, comm)
 	return 0
 }
+
+// TestListenerTasks: listen and the close of a listener run in the
+// listening process's context, so their events carry its cgroup and pid:
+// two CPython servers in one network namespace, each in its own cgroup
+// (two containers of one pod), are told apart by them, at listen() and
+// at the close their exit makes after SIGTERM.
+func TestListenerTasks(t *testing.T) {
+	py := requirePython(t)
+	l := newLab(t)
+	k := openTestKernel(t, Options{})
+	srv := l.server.Inode()
+	if err := k.WatchNetns(srv); err != nil {
+		t.Fatal(err)
+	}
+	type server struct {
+		port int
+		cg   uint64
+		pid  uint32
+	}
+	var servers []server
+	for _, port := range []int{8080, 9090} {
+		dir, id := newCgroup(t)
+		f, err := os.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(py, "-m", "http.server", strconv.Itoa(port), "--bind", "0.0.0.0")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, UseCgroupFD: true, CgroupFD: int(f.Fd())}
+		if err := l.server.Start(cmd); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		l.waitListening(t, port)
+		servers = append(servers, server{port, id, uint32(cmd.Process.Pid)})
+		defer func() { _ = cmd.Process.Signal(syscall.SIGTERM) }()
+	}
+	for _, s := range servers {
+		_ = syscall.Kill(int(s.pid), syscall.SIGTERM)
+	}
+	evs := collect(k, 10*time.Second, func(evs []collector.Event) bool {
+		return countType(evs, collector.EventListenClose, srv) >= len(servers)
+	})
+	for _, s := range servers {
+		var seen []collector.EventType
+		for _, ev := range evs {
+			if ev.Type != collector.EventListenOpen && ev.Type != collector.EventListenClose || int(ev.Local.Port()) != s.port {
+				continue
+			}
+			seen = append(seen, ev.Type)
+			if ev.CgroupID != s.cg || ev.PID != s.pid || ev.Comm.String() != "python3" {
+				t.Errorf("%s of :%d: cgroup %d pid %d comm %q, want cgroup %d pid %d python3", ev.Type, s.port, ev.CgroupID, ev.PID, ev.Comm, s.cg, s.pid)
+			}
+		}
+		if len(seen) != 2 || seen[0] != collector.EventListenOpen || seen[1] != collector.EventListenClose {
+			t.Errorf("listen events of :%d: %v, want listen_open then listen_close", s.port, seen)
+		}
+	}
+}

@@ -77,19 +77,26 @@ func (l *lab) startServer(t testing.TB, port int, name string, args ...string) *
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
+	l.waitListening(t, port)
+	return cmd
+}
+
+// waitListening waits (bounded) until the server namespace accepts
+// connections on port.
+func (l *lab) waitListening(t testing.TB, port int) {
+	t.Helper()
 	for i := 0; i < 100; i++ {
 		c, err := l.dial(port)
 		if err == nil {
 			c.Close()
-			return cmd
+			return
 		}
 		if !errors.Is(err, syscall.ECONNREFUSED) {
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatalf("%s did not listen on %s:%d within 5s", name, serverIP, port)
-	return nil
+	t.Fatalf("nothing listened on %s:%d within 5s", serverIP, port)
 }
 
 func requirePython(t testing.TB) string {

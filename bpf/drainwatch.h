@@ -246,16 +246,15 @@ struct {
 	__type(value, __u8);
 } local_dsts SEC(".maps");
 
-/* A few sockets per (source, pod address, pod port): the kubelet may run a
- * readiness and a liveness probe on the same port at the same moment. The
- * oldest slot is overwritten; a stale one is told apart by its cookie and
- * port. */
+/* A few sockets per (source, pod address): the kubelet may run a readiness
+ * and a liveness probe at the same moment. The oldest slot is overwritten;
+ * a stale one is told apart by its cookie and port. */
 #define SYN_SLOTS 4
 
 struct syn_key {
 	__u8 saddr[16];
 	__u8 daddr[16];
-	__u16 dport; /* host byte order */
+	__u16 dport; /* 0: the pod's port is not in the key (sources.h) */
 	__u16 pad;
 	__u32 pad2;
 };

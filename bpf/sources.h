@@ -3,9 +3,12 @@
  * node, whose task the kernel sees when it connects; the pod's side of the
  * same connection (an accept, or the RST refusing the SYN) runs in softirq
  * and sees only addresses. At connect, in the connecting task's context,
- * the socket is remembered under (source address, pod address, pod port);
- * on the pod's side the SYN's source port picks it out, because by then the
- * connecting socket has its port. Only connections to the addresses user
+ * the socket is remembered under (source address, pod address); on the
+ * pod's side the SYN's source port picks it out, because by then the
+ * connecting socket has its port. The pod's port is not part of the key: the
+ * pod's own iptables may have redirected the connection to another port
+ * than the one dialed (a mesh's REDIRECT to its proxy, 8080 to 15006), and
+ * the kubelet's probe through it is still the kubelet's. Only connections to the addresses user
  * space lists in local_dsts (the watched pods' IPs) are remembered, so any
  * other connect on the node costs one hash lookup. */
 #pragma once
@@ -45,7 +48,6 @@ static __always_inline void local_connect(const struct sock *sk)
 	__builtin_memcpy(dst.a, key.daddr, 16);
 	if (!bpf_map_lookup_elem(&local_dsts, &dst))
 		return;
-	key.dport = bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport));
 	struct syn_slots *v = bpf_map_lookup_elem(&local_syns, &key);
 	if (!v) {
 		struct syn_slots zero = {};
@@ -69,7 +71,7 @@ static __always_inline void local_connect(const struct sock *sk)
  * opened the connection, when one did. */
 static __always_inline void local_source(struct event *e)
 {
-	struct syn_key key = { .dport = e->lport };
+	struct syn_key key = {};
 	__builtin_memcpy(key.saddr, e->raddr, 16);
 	__builtin_memcpy(key.daddr, e->laddr, 16);
 	unmap_v4(key.saddr);

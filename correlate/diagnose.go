@@ -197,10 +197,14 @@ func noDrainDelay(t Termination, cfg Config) *Diagnosis {
 	if !ok {
 		took = cfg.MinDrainDelay
 	}
+	listener, to := "the listener", ""
+	if l, ok := t.ServingListener(); ok && l.Container != "" {
+		listener, to = fmt.Sprintf("container %s's listener :%d", l.Container, l.Port), " to container "+l.Container
+	}
 	return &Diagnosis{Code: DiagNoDrainDelay,
-		Message: fmt.Sprintf("the listener closed %s: nothing kept the pod serving while routing converged",
-			relative(start, m.ListenerClosed, deletionRefName(t))),
-		Fix: fmt.Sprintf("add preStop sleep ≥ %ds or keep serving that long after the stop signal%s", sleepFor(took, cfg), slowestText(t))}
+		Message: fmt.Sprintf("%s closed %s: nothing kept the pod serving while routing converged",
+			listener, relative(start, m.ListenerClosed, deletionRefName(t))),
+		Fix: fmt.Sprintf("add preStop sleep ≥ %ds%s or keep serving that long after the stop signal%s", sleepFor(took, cfg), to, slowestText(t))}
 }
 
 // stopSignalIgnored: the stop signal was generated and nothing reacted —

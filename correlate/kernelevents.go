@@ -143,7 +143,9 @@ func (c *Correlator) accept(p *podState, e *collector.Event) {
 		// connection was the proxy's own accept, counted there.
 		return
 	}
-	p.Listeners.accepted(e.Local.Port())
+	if len(p.Pod.Containers) > 1 || len(p.Listeners.Info) > 1 {
+		p.Listeners.accepted(e.Local.Port())
+	}
 	c.clientAccept(p, e.Time, e.SockCookie, true)
 	notePeer(t, e, peerAccepted)
 	if t != nil && len(t.Blackholes) > 0 {
@@ -186,6 +188,11 @@ func (c *Correlator) clientAccept(p *podState, at time.Time, cookie uint64, atte
 // close, with its container, in Termination.Listeners.
 func listenClose(p *podState, container string, e *collector.Event) {
 	info, _, noneServing := p.Listeners.close(e.SockCookie)
+	if info.Port == 0 {
+		// Opened before the daemon watched the pod: the close says where
+		// it listened, and its task whose it was.
+		info = listenerInfo{Port: e.Local.Port(), Loopback: e.Local.Addr().Unmap().IsLoopback()}
+	}
 	t := p.Term
 	if t == nil {
 		return

@@ -235,10 +235,10 @@ func (l *listenerSet) serves(info listenerInfo) bool {
 	return len(l.Outer) == 0 || info.Port == 0 || l.Outer[info.Port]
 }
 
-// accepted notes a port that accepted a connection from outside the pod,
-// for a pod with several listeners (a map store only then).
+// accepted notes a port that accepted a connection from outside the pod
+// (called for a pod of several containers or listeners only).
 func (l *listenerSet) accepted(port uint16) {
-	if len(l.Info) < 2 || l.Outer[port] {
+	if l.Outer[port] {
 		return
 	}
 	if l.Outer == nil {

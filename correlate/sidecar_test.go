@@ -45,19 +45,21 @@ func meshEvent(typ collector.EventType, local, remote netip.AddrPort, cookie uin
 	return e
 }
 
-// meshBorn is the pod born, bound to its netns and both cgroups, its two
-// listeners open, and traffic through the proxy: each client connection
-// accepted at the pod's address on 15006 (after the REDIRECT) and the
-// proxy's forward accepted by the app at 127.0.0.1:8080.
-func meshBorn(grace time.Duration) []any {
+// meshBornSeen is the pod born, bound to its netns and both cgroups, with
+// its two listeners' listen events seen when opens is set (else the pod
+// listened before the daemon watched its namespace).
+func meshBornSeen(grace time.Duration, opens bool) []any {
 	evs := born(podA, ipA, netA, 0, grace, ms(-60000))
 	for i, e := range evs {
 		if u, ok := e.(collector.PodUpdate); ok {
 			evs[i] = meshPod(u)
 		}
 	}
+	evs = append(evs, bindCgroup{podA, "proxy", cgProxy}, bindCgroup{podA, "app", cgApp})
+	if !opens {
+		return evs
+	}
 	return append(evs,
-		bindCgroup{podA, "proxy", cgProxy}, bindCgroup{podA, "app", cgApp},
 		meshEvent(collector.EventListenOpen, netip.AddrPortFrom(netip.IPv4Unspecified(), port), netip.AddrPort{}, 1, cgApp, ms(-59000)),
 		meshEvent(collector.EventListenOpen, netip.AddrPortFrom(netip.IPv4Unspecified(), proxyPort), netip.AddrPort{}, 2, cgProxy, ms(-59000)),
 	)
@@ -92,7 +94,8 @@ func feedMesh(c *Correlator, evs []any) {
 }
 
 // TestSidecarStopOrders: a proxy in the pod in front of the app, stopped
-// in either order. Proxy first (no preStop, its listener closes at its
+// in either order, its listeners' opens seen or not (then their closes say
+// where they listened). Proxy first (no preStop, its listener closes at its
 // stop signal while the app sleeps in its preStop): the clients' SYNs,
 // redirected to 15006, are refused; listener_closed is the proxy's and the
 // fix names container proxy. App first (the proxy sleeps in its preStop):
@@ -103,33 +106,53 @@ func feedMesh(c *Correlator, evs []any) {
 // proxy's forwards are not client connections: accepted after the
 // endpoint's removal counts the clients' accepts once.
 func TestSidecarStopOrders(t *testing.T) {
-	grace := 30 * time.Second
-	sig := func(cg uint64, pid uint32, s uint32, comm string, at time.Time) collector.Event {
-		return signal(cg, pid, s, true, comm, at)
+	for _, opens := range []bool{true, false} {
+		suffix := ""
+		if !opens {
+			suffix = ", listening before the watch"
+		}
+		t.Run("proxy first"+suffix, func(t *testing.T) { proxyFirst(t, opens) })
+		t.Run("app first"+suffix, func(t *testing.T) { appFirst(t, opens) })
 	}
-	closeAt := func(local netip.AddrPort, cookie, cg uint64, at time.Time) collector.Event {
-		return meshEvent(collector.EventListenClose, local, netip.AddrPort{}, cookie, cg, at)
-	}
-	appListener := netip.AddrPortFrom(netip.IPv4Unspecified(), port)
-	proxyListener := netip.AddrPortFrom(netip.IPv4Unspecified(), proxyPort)
-	refusedOuter := func(n, at int) collector.Event {
-		return meshEvent(collector.EventRefused, netip.AddrPortFrom(ipA, proxyPort),
-			netip.AddrPortFrom(netip.MustParseAddr("10.244.2.9"), uint16(42000+n)), 0, 0, ms(at))
-	}
-	refusedInner := func(n, at int) collector.Event {
-		return meshEvent(collector.EventRefused, netip.AddrPortFrom(loopback, port),
-			netip.AddrPortFrom(loopback, uint16(52000+n)), 0, 0, ms(at))
-	}
-	del := meshPod(deleting(podA, ipA, grace, ms(-20), ms(-10)))
+}
 
-	t.Run("proxy first", func(t *testing.T) {
-		evs := append(meshBorn(grace), through(0, -30000), through(1, -5000), del, notReady(podA, ms(-5)),
-			sig(cgProxy, proxyPID, 10, "haproxy", ms(0)), closeAt(proxyListener, 2, cgProxy, ms(3)))
+const meshGrace = 30 * time.Second
+
+var (
+	appListener   = netip.AddrPortFrom(netip.IPv4Unspecified(), port)
+	proxyListener = netip.AddrPortFrom(netip.IPv4Unspecified(), proxyPort)
+	meshDelete    = meshPod(deleting(podA, ipA, meshGrace, ms(-20), ms(-10)))
+)
+
+func initSignal(cg uint64, pid uint32, s uint32, comm string, at time.Time) collector.Event {
+	return signal(cg, pid, s, true, comm, at)
+}
+
+func listenerClosed(local netip.AddrPort, cookie, cg uint64, at time.Time) collector.Event {
+	return meshEvent(collector.EventListenClose, local, netip.AddrPort{}, cookie, cg, at)
+}
+
+// refusedOuter is a client's SYN refused at the proxy's redirected port;
+// refusedInner the proxy's forward refused by the app over loopback.
+func refusedOuter(n, at int) collector.Event {
+	return meshEvent(collector.EventRefused, netip.AddrPortFrom(ipA, proxyPort),
+		netip.AddrPortFrom(netip.MustParseAddr("10.244.2.9"), uint16(42000+n)), 0, 0, ms(at))
+}
+
+func refusedInner(n, at int) collector.Event {
+	return meshEvent(collector.EventRefused, netip.AddrPortFrom(loopback, port),
+		netip.AddrPortFrom(loopback, uint16(52000+n)), 0, 0, ms(at))
+}
+
+func proxyFirst(t *testing.T, opens bool) {
+	{
+		evs := append(meshBornSeen(meshGrace, opens), through(0, -30000), through(1, -5000), meshDelete, notReady(podA, ms(-5)),
+			initSignal(cgProxy, proxyPID, 10, "haproxy", ms(0)), listenerClosed(proxyListener, 2, cgProxy, ms(3)))
 		for i := range 5 {
 			evs = append(evs, refusedOuter(i, 100+100*i))
 		}
 		evs = append(evs, exited(cgProxy, proxyPID, 0, 0, true, ms(600)),
-			sig(cgApp, initPID, 15, "server", ms(2000)), closeAt(appListener, 1, cgApp, ms(2001)),
+			initSignal(cgApp, initPID, 15, "server", ms(2000)), listenerClosed(appListener, 1, cgApp, ms(2001)),
 			exited(cgApp, initPID, 0, 0, true, ms(2010)), gone(podA, ms(2100)))
 		c := New(Config{})
 		feedMesh(c, evs)
@@ -155,18 +178,20 @@ func TestSidecarStopOrders(t *testing.T) {
 		if got.Outcome != OutcomeRefused {
 			t.Errorf("outcome %s, want %s", got.Outcome, OutcomeRefused)
 		}
-	})
+	}
+}
 
-	t.Run("app first", func(t *testing.T) {
-		evs := append(meshBorn(grace), through(0, -30000), del, notReady(podA, ms(-5)),
-			sig(cgApp, initPID, 15, "server", ms(0)), closeAt(appListener, 1, cgApp, ms(2)),
+func appFirst(t *testing.T, opens bool) {
+	{
+		evs := append(meshBornSeen(meshGrace, opens), through(0, -30000), meshDelete, notReady(podA, ms(-5)),
+			initSignal(cgApp, initPID, 15, "server", ms(0)), listenerClosed(appListener, 1, cgApp, ms(2)),
 			exited(cgApp, initPID, 0, 0, true, ms(20)))
 		for i := range 4 {
 			// A client through the proxy (accepted, counted once) and
 			// the proxy's forward refused inside the pod.
 			evs = append(evs, through(10+i, 100+100*i)[0], refusedInner(i, 100+100*i))
 		}
-		evs = append(evs, sig(cgProxy, proxyPID, 10, "haproxy", ms(2500)), closeAt(proxyListener, 2, cgProxy, ms(2501)),
+		evs = append(evs, initSignal(cgProxy, proxyPID, 10, "haproxy", ms(2500)), listenerClosed(proxyListener, 2, cgProxy, ms(2501)),
 			exited(cgProxy, proxyPID, 0, 0, true, ms(2600)), gone(podA, ms(2700)))
 		c := New(Config{})
 		feedMesh(c, evs)
@@ -203,5 +228,5 @@ func TestSidecarStopOrders(t *testing.T) {
 		if got.Outcome != OutcomeRefused {
 			t.Errorf("outcome %s, want %s", got.Outcome, OutcomeRefused)
 		}
-	})
+	}
 }

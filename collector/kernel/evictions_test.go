@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -8,10 +9,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestLocalSynsEvictionsCounted: connects from the node to n distinct
-// ports of a watched pod address (refused: nothing listens) insert n keys
-// into local_syns, a 4096-entry LRU. Every insert is counted exactly, and
-// what is not in the map any more is reported evicted.
+// TestLocalSynsEvictionsCounted: connects from the node to a watched pod
+// address from n distinct source addresses (refused: nothing listens)
+// insert n keys into local_syns, a 4096-entry LRU keyed by source and pod
+// address. Every insert is counted exactly, and what is not in the map any
+// more is reported evicted.
 func TestLocalSynsEvictionsCounted(t *testing.T) {
 	const n = 5000
 	l := newLab(t)
@@ -23,20 +25,36 @@ func TestLocalSynsEvictionsCounted(t *testing.T) {
 	if err := k.WatchAddr(ip); err != nil {
 		t.Fatal(err)
 	}
+	src := func(i int) [4]byte { return [4]byte{10, 252, byte(i >> 8), byte(i)} }
+	adds := make([]string, n)
+	for i := range n {
+		a := src(i)
+		adds[i] = fmt.Sprintf("addr add %s/32 dev veth0", netip.AddrFrom4(a))
+	}
+	if err := l.client.IP(adds...); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.server.Route("10.252.0.0/16", clientIP); err != nil {
+		t.Fatal(err)
+	}
 	before, err := k.maps.lruInserts(0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = l.client.Do(func() error {
-		for port := 20000; port < 20000+n; port++ {
+		for i := range n {
 			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM, 0)
 			if err != nil {
 				return err
 			}
-			err = unix.Connect(fd, &unix.SockaddrInet4{Port: port, Addr: ip.As4()})
+			if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: src(i)}); err != nil {
+				unix.Close(fd)
+				return err
+			}
+			err = unix.Connect(fd, &unix.SockaddrInet4{Port: 20000, Addr: ip.As4()})
 			unix.Close(fd)
 			if err != unix.ECONNREFUSED {
-				t.Errorf("connect to :%d: %v, want ECONNREFUSED", port, err)
+				t.Errorf("connect from %s: %v, want ECONNREFUSED", netip.AddrFrom4(src(i)), err)
 			}
 		}
 		return nil
@@ -49,7 +67,7 @@ func TestLocalSynsEvictionsCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ins-before != n {
-		t.Fatalf("local_syns inserts %d, want %d (one per distinct pod port)", ins-before, n)
+		t.Fatalf("local_syns inserts %d, want %d (one per distinct source address)", ins-before, n)
 	}
 	live, err := countEntries(k.maps.byName["local_syns"])
 	if err != nil {

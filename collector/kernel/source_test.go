@@ -117,3 +117,70 @@ func connectAs(t *testing.T, l *lab, comm string, port int, want error) {
 		t.Fatalf("connect as %q to :%d: %v, want %v", comm, port, err, want)
 	}
 }
+
+// TestLocalSourceThroughRedirect: the pod's own iptables REDIRECT (a
+// mesh's, 8080 to the proxy's 15006) changes the port the pod sees from the
+// one the kubelet dialed. Its probes through it are still its own, accepted
+// while the proxy listens and refused once it is gone, and a client's
+// connections carry no kubelet.
+func TestLocalSourceThroughRedirect(t *testing.T) {
+	const probes = 4
+	l := newLab(t)
+	k := openTestKernel(t, Options{Detail: true})
+	srv := l.server.Inode()
+	if err := k.WatchNetns(srv); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.WatchAddr(netip.MustParseAddr(serverIP)); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := l.server.Command("iptables", "-t", "nat", "-A", "PREROUTING", "-p", "tcp", "--dport", "8080",
+		"-j", "REDIRECT", "--to-ports", "15006").CombinedOutput(); err != nil {
+		t.Fatalf("iptables REDIRECT: %v: %s", err, out)
+	}
+	var ln net.Listener
+	if err := l.server.Do(func() (err error) { ln, err = net.Listen("tcp4", "0.0.0.0:15006"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	for range probes {
+		connectAs(t, l, "kubelet", 8080, nil)
+	}
+	connectAs(t, l, "", 8080, nil)
+	ln.Close()
+	for range probes {
+		connectAs(t, l, "kubelet", 8080, syscall.ECONNREFUSED)
+	}
+	connectAs(t, l, "", 8080, syscall.ECONNREFUSED)
+	evs := collect(k, 10*time.Second, func(evs []collector.Event) bool {
+		return countType(evs, collector.EventRefused, srv) >= probes+1 && countType(evs, collector.EventAccept, srv) >= probes+1
+	})
+	evs = append(evs, drain(k, 300*time.Millisecond)...)
+	for _, typ := range []collector.EventType{collector.EventAccept, collector.EventRefused} {
+		var fromKubelet, other int
+		for _, ev := range evs {
+			if ev.Type != typ || ev.NetnsIno != srv {
+				continue
+			}
+			if ev.Local.Port() != 15006 {
+				t.Errorf("%s at %s, want the redirected port 15006", typ, ev.Local)
+			}
+			if ev.SenderComm.String() == "kubelet" {
+				fromKubelet++
+			} else {
+				other++
+			}
+		}
+		if fromKubelet != probes || other != 1 {
+			t.Errorf("%s: %d from kubelet, %d other; want %d and 1", typ, fromKubelet, other, probes)
+		}
+	}
+}

@@ -83,3 +83,8 @@ func parseHAProxyLog(path string) (Counts, error) {
 	})
 	return c, err
 }
+
+// ParseHAProxyLog reads a log of haproxy's written with the log-format of
+// this package's config ("l7req client server status term retries
+// request"): a sidecar's in the lab, as the L7 proxy's here.
+func ParseHAProxyLog(path string) (Counts, error) { return parseHAProxyLog(path) }

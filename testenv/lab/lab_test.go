@@ -77,6 +77,23 @@ var expectations = map[string]func(lab.Result) bool{
 		return r.ClientKilled == 3 && r.ClientBlackholed == 10 && has(r, correlate.DiagStopSignalIgnored) &&
 			has(r, correlate.DiagRequestsKilled) && has(r, correlate.DiagBlackholed)
 	},
+	// A mesh's pod, the proxy stopping first: the clients' SYNs, redirected
+	// to the proxy's closed listener, are refused (the seeds' tens; how
+	// many more varies), none is refused inside the pod, and
+	// listener_closed and the fix name container proxy.
+	"mesh/proxy-first": func(r lab.Result) bool {
+		return r.ClientRefused >= 10 && r.ProxyRefusedInside == 0 && r.ClientKilled == 0 && has(r, correlate.DiagListenerClosedEarly) &&
+			strings.Contains(r.Note, "listener_closed: container proxy :15006") && strings.Contains(r.Note, "to container proxy")
+	},
+	// The server stopping first: no client is refused; the proxy's forwards
+	// of the window's /work and /ready (those sent once the server's
+	// listener closed: tens, how many more varies) and of the kubelet's
+	// probes meet the closed listener inside the pod, each a 503 at its
+	// client; the fix names container server.
+	"mesh/app-first": func(r lab.Result) bool {
+		return r.ClientRefused == 0 && r.ProxyRefusedInside >= 10 && r.ClientKilled == 0 && has(r, correlate.DiagRefusedInsidePod) &&
+			!has(r, correlate.DiagListenerClosedEarly) && strings.Contains(r.Note, "to container server")
+	},
 	// nginx closes its listener at its image's SIGQUIT and finishes the slow
 	// download: the seeds' tens of refusals, nothing killed, and drainwatch
 	// found SIGQUIT with no stop signal in the API.

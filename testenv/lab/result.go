@@ -55,9 +55,14 @@ type Result struct {
 	// router's dials) that failed without a refusal or a reset (a timeout,
 	// no route to host: its network was gone; BlackholedTo,
 	// BlackholedByBackend); drainwatch's is connections_blackholed.
-	ClientBlackholed     int      `json:"client_blackholed"`
-	DrainwatchBlackholed int      `json:"drainwatch_blackholed"`
-	Diagnoses            []string `json:"diagnoses"`
+	ClientBlackholed     int `json:"client_blackholed"`
+	DrainwatchBlackholed int `json:"drainwatch_blackholed"`
+	// ProxyRefusedInside: the forwards a sidecar proxy logged refused by
+	// the container behind it over the pod's loopback (mesh.go);
+	// drainwatch's is refused_inside_pod. Zero without a sidecar.
+	ProxyRefusedInside      int      `json:"proxy_refused_inside,omitempty"`
+	DrainwatchRefusedInside int      `json:"drainwatch_refused_inside,omitempty"`
+	Diagnoses               []string `json:"diagnoses"`
 	// Source says where drainwatch's numbers come from: "api" (the
 	// daemons' terminations) or "prometheus" (PromQL by revision).
 	Source string `json:"source"`
@@ -78,7 +83,7 @@ func (r Result) Agree() bool {
 		r.ProxyResetOnReuse == r.DrainwatchResetOnReuse &&
 		r.ClientRefusedBeforeReady == r.DrainwatchRefusedBeforeReady && r.ClientRefusedAfterReady == r.DrainwatchRefusedAfterReady &&
 		r.ClientResetAfterReady == r.DrainwatchResetAfterReady &&
-		r.ClientBlackholed == r.DrainwatchBlackholed
+		r.ClientBlackholed == r.DrainwatchBlackholed && r.ProxyRefusedInside == r.DrainwatchRefusedInside
 }
 
 // AllAgree reports whether every result agrees (and there is at least one).
@@ -96,7 +101,7 @@ func Table(rs []Result) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "scenario\trefused clients/drainwatch\tkilled clients/drainwatch\tkilled at exit clients/drainwatch\tprobe refused prober/drainwatch\t"+
-		"reset at shutdown clients/drainwatch\treset on reuse proxy/drainwatch\trefused before/after Ready clients/drainwatch\treset after Ready clients/drainwatch\tblackholed clients/drainwatch\tagree\tdiagnosis")
+		"reset at shutdown clients/drainwatch\treset on reuse proxy/drainwatch\trefused before/after Ready clients/drainwatch\treset after Ready clients/drainwatch\tblackholed clients/drainwatch\trefused inside the pod proxy/drainwatch\tagree\tdiagnosis")
 	for _, r := range rs {
 		agree := "yes"
 		if !r.Agree() {
@@ -106,12 +111,12 @@ func Table(rs []Result) string {
 		if r.Error != "" {
 			diag = "error: " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d, %d / %d, %d\t%d / %d\t%d / %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
+		fmt.Fprintf(tw, "%s\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d / %d\t%d, %d / %d, %d\t%d / %d\t%d / %d\t%d / %d\t%s\t%s\n", r.Name, r.ClientRefused, r.DrainwatchRefused,
 			r.ClientKilled, r.DrainwatchKilled, r.ClientKilledAtExit, r.DrainwatchKilledAtExit, r.ProberProbeRefused, r.DrainwatchProbeRefused,
 			r.ClientResetAtShutdown, r.DrainwatchResetAtShutdown, r.ProxyResetOnReuse, r.DrainwatchResetOnReuse,
 			r.ClientRefusedBeforeReady, r.ClientRefusedAfterReady, r.DrainwatchRefusedBeforeReady, r.DrainwatchRefusedAfterReady,
 			r.ClientResetAfterReady, r.DrainwatchResetAfterReady,
-			r.ClientBlackholed, r.DrainwatchBlackholed, agree, diag)
+			r.ClientBlackholed, r.DrainwatchBlackholed, r.ProxyRefusedInside, r.DrainwatchRefusedInside, agree, diag)
 	}
 	_ = tw.Flush()
 	return b.String()

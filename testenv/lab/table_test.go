@@ -50,12 +50,14 @@ func TestTableMarksDisagreement(t *testing.T) {
 		{Name: "resets differ", ClientResetAtShutdown: 5, DrainwatchResetAtShutdown: 4},
 		{Name: "reuse differs", ProxyResetOnReuse: 9, DrainwatchResetOnReuse: 8},
 		{Name: "exit differs", ClientKilledAtExit: 4, DrainwatchKilledAtExit: 1},
+		{Name: "inside differs", ProxyRefusedInside: 6, DrainwatchRefusedInside: 5},
 	}
 	table := Table(rs)
 	if AllAgree(rs) || !strings.Contains(table, "44 / 44") || !strings.Contains(table, "3 / 2") || !strings.Contains(table, "NO") ||
 		!strings.Contains(table, "7 / 6") || !strings.Contains(table, "5 / 4") || !strings.Contains(table, "probe refused prober/drainwatch") ||
 		!strings.Contains(table, "9 / 8") || !strings.Contains(table, "reset on reuse proxy/drainwatch") ||
-		!strings.Contains(table, "4 / 1") || !strings.Contains(table, "killed at exit clients/drainwatch") {
+		!strings.Contains(table, "4 / 1") || !strings.Contains(table, "killed at exit clients/drainwatch") ||
+		!strings.Contains(table, "6 / 5") || !strings.Contains(table, "refused inside the pod proxy/drainwatch") {
 		t.Errorf("table:\n%s", table)
 	}
 	for _, r := range rs[1:] {

@@ -42,7 +42,7 @@ func run() int {
 	var scenarios scenarioFlags
 	flag.StringVar(&cfg.Out, "out", filepath.Join("results", time.Now().Format("20060102-150405")), "results directory")
 	flag.StringVar(&cfg.Drainwatch, "drainwatch", "bin/drainwatch", "the drainwatch binary (make build)")
-	flag.Var(&scenarios, "scenario", "run only scenarios whose name starts with this (repeatable): seeds, rollout, ignore-term, prestop-fails, nginx-sigquit, kube-proxy, l7, stop, exit, ipv6, startup, real")
+	flag.Var(&scenarios, "scenario", "run only scenarios whose name starts with this (repeatable): seeds, rollout, ignore-term, prestop-fails, nginx-sigquit, kube-proxy, l7, stop, exit, ipv6, mesh, startup, real")
 	flag.BoolVar(&cfg.Screenshots, "screenshots", true, "screenshot the daemons' /ui pages with headless chromium")
 	flag.BoolVar(&cfg.RealNode, "real-node", true, "add a real node (kubelet, containerd: make realnode) and its real/ scenarios")
 	flag.StringVar(&cfg.NodePrefix, "node-prefix", "lab-", "node names <prefix>1, <prefix>2 (another prefix lets a second lab run beside one already running)")

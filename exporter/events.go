@@ -47,6 +47,7 @@ var eventReasons = map[string]string{
 	correlate.DiagExitedInflight:      "DrainExitedWithRequestsInFlight",
 	correlate.DiagCrashedDuringDrain:  "DrainCrashedDuringDrain",
 	correlate.DiagBlackholed:          "DrainBlackholedConnections",
+	correlate.DiagRefusedInsidePod:    "DrainRefusedInsidePod",
 	// The new pods' side: a startup's diagnosis.
 	correlate.DiagReadyBeforeListening: "StartupReadyBeforeListening",
 	correlate.DiagReadyBeforeServing:   "StartupReadyBeforeServing",

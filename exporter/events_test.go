@@ -123,6 +123,7 @@ func TestEventReasons(t *testing.T) {
 		"clean": "", "something_new": "DrainProblem",
 		"connections_reset_at_shutdown": "DrainShutdownResets", "streams_killed": "DrainStreamsKilled",
 		"stop_signal_mismatch": "DrainStopSignalMismatch", "connections_reset_at_exit": "DrainResetAtExit",
+		"refused_inside_pod": "DrainRefusedInsidePod",
 	} {
 		if got := EventReason(code); got != want {
 			t.Errorf("EventReason(%s) = %q, want %q", code, got, want)

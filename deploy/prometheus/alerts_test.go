@@ -75,7 +75,7 @@ func TestAlertsUseOnlyExportedMetrics(t *testing.T) {
 			}
 		}
 	}
-	if n != 10 {
-		t.Errorf("%d alerts, want 10", n)
+	if n != 11 {
+		t.Errorf("%d alerts, want 11", n)
 	}
 }

@@ -32,6 +32,10 @@ type Container struct {
 	// LastReason is lastState.terminated.reason: why the previous
 	// container of a restarted one ended (OOMKilled, Error, Completed).
 	LastReason string `json:"lastReason,omitempty"`
+	// Sidecar marks a native sidecar: an init container with
+	// restartPolicy Always, which runs beside the main containers and is
+	// stopped after they have exited.
+	Sidecar bool `json:"sidecar,omitempty"`
 }
 
 // Pod is the part of a pod drainwatch keeps: what attribution and the

@@ -198,6 +198,17 @@ func ConvertPod(pod *corev1.Pod, w collector.Workload) collector.Pod {
 		}
 		p.Containers = append(p.Containers, convertContainer(c, pod.Status.ContainerStatuses))
 	}
+	for _, c := range pod.Spec.InitContainers {
+		if !nativeSidecar(c) {
+			continue
+		}
+		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+			p.HasPreStop = true
+		}
+		sc := convertContainer(c, pod.Status.InitContainerStatuses)
+		sc.Sidecar = true
+		p.Containers = append(p.Containers, sc)
+	}
 	return p
 }
 

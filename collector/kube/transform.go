@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"slices"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,6 +44,21 @@ func ShrinkPod(pod *corev1.Pod) *corev1.Pod {
 	}
 	for _, c := range pod.Spec.Containers {
 		out.Spec.Containers = append(out.Spec.Containers, shrinkContainer(c))
+	}
+	// Native sidecars (init containers that restart, Kubernetes ≥ 1.29)
+	// run beside the main containers and stop after them; other init
+	// containers have exited before the pod runs.
+	for _, c := range pod.Spec.InitContainers {
+		if nativeSidecar(c) {
+			sc := shrinkContainer(c)
+			sc.RestartPolicy = c.RestartPolicy
+			out.Spec.InitContainers = append(out.Spec.InitContainers, sc)
+		}
+	}
+	for _, s := range pod.Status.InitContainerStatuses {
+		if slices.ContainsFunc(out.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == s.Name }) {
+			out.Status.InitContainerStatuses = append(out.Status.InitContainerStatuses, shrinkStatus(s))
+		}
 	}
 	for _, c := range pod.Status.Conditions {
 		switch c.Type {
@@ -113,4 +129,10 @@ func podIPs(ips []corev1.PodIP) []corev1.PodIP {
 		return nil
 	}
 	return ips
+}
+
+// nativeSidecar says whether an init container is a native sidecar: one
+// with restartPolicy Always.
+func nativeSidecar(c corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }

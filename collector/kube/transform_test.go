@@ -30,6 +30,11 @@ func fullPod() *corev1.Pod {
 		Spec: corev1.PodSpec{
 			NodeName: "node-a", TerminationGracePeriodSeconds: ptr.To[int64](45),
 			Volumes: []corev1.Volume{{Name: "data"}},
+			InitContainers: []corev1.Container{
+				{Name: "setup", Image: "tools:1"}, // an ordinary init container: done before the pod runs
+				{Name: "mesh", Image: "proxy:3", RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+					Lifecycle: &corev1.Lifecycle{StopSignal: &sigusr1}},
+			},
 			Containers: []corev1.Container{
 				{Name: "app", Image: "web:1", Env: []corev1.EnvVar{{Name: "A", Value: "b"}},
 					Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{
@@ -49,6 +54,11 @@ func fullPod() *corev1.Pod {
 					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "Error", Message: "x"}}},
 				{Name: "sidecar", ContainerID: "containerd://" + testCID[:63] + "0"},
 			},
+			InitContainerStatuses: []corev1.ContainerStatus{
+				{Name: "setup", ContainerID: "containerd://" + testCID[:63] + "1",
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}},
+				{Name: "mesh", ContainerID: "containerd://" + testCID[:63] + "2"},
+			},
 		},
 	}
 }
@@ -60,6 +70,10 @@ func TestShrinkPodDropsWhatIsNotNeeded(t *testing.T) {
 	}
 	if c := got.Spec.Containers[0]; c.Image != "" || c.Env != nil || c.Lifecycle.PreStop.Exec != nil {
 		t.Fatalf("shrunk container keeps dropped fields: %+v", c)
+	}
+	if len(got.Spec.InitContainers) != 1 || got.Spec.InitContainers[0].Name != "mesh" || got.Spec.InitContainers[0].Image != "" ||
+		len(got.Status.InitContainerStatuses) != 1 || got.Status.InitContainerStatuses[0].Name != "mesh" {
+		t.Fatalf("init containers %+v, statuses %+v: want the native sidecar only", got.Spec.InitContainers, got.Status.InitContainerStatuses)
 	}
 	if len(got.Status.Conditions) != 1 || got.Status.Conditions[0].Message != "" {
 		t.Fatalf("conditions = %+v, want only Ready without message", got.Status.Conditions)
@@ -81,6 +95,7 @@ func TestConvertPodAfterShrink(t *testing.T) {
 		Containers: []collector.Container{
 			{Name: "app", ID: testCID, Terminated: true, ExitCode: 137, Reason: "Error"},
 			{Name: "sidecar", StopSignal: 10, ID: testCID[:63] + "0"},
+			{Name: "mesh", StopSignal: 10, ID: testCID[:63] + "2", Sidecar: true},
 		},
 	}
 	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {

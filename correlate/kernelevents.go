@@ -140,7 +140,12 @@ func (c *Correlator) accept(p *podState, e *collector.Event) {
 	if inPod(e) {
 		// A container of the pod connecting to another over loopback (a
 		// sidecar forwarding to its application): its client's
-		// connection was the proxy's own accept, counted there.
+		// connection was the proxy's own accept, counted there. Only
+		// inflight_at_stop_signal's rule needs it: accepted after the
+		// stop signal, it was not in flight at it.
+		if t != nil && !t.T.Marks.StopSignal.IsZero() && !e.Time.Before(t.T.Marks.StopSignal) {
+			t.AcceptedAfterStop = addCookie(t.AcceptedAfterStop, e.SockCookie)
+		}
 		return
 	}
 	if len(p.Pod.Containers) > 1 || len(p.Listeners.Info) > 1 {

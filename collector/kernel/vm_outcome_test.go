@@ -36,13 +36,16 @@ func checkOutcome(t *testing.T, probes []ProbeStatus, netns uint32, evs []collec
 		t.Fatalf("the correlator completed no termination of the guest's pod from %d events", len(evs))
 	}
 	// What the workload did, by the count definitions (docs/design.md):
-	// the nRefused SYNs came between the deletion and the stop signal (the
-	// sleeper's SIGTERM); the nHeld requests were in flight at the holder's
-	// SIGKILL; its nIdle answered connections were idle (not a loss). The
-	// resets and late segments are between the pod's own processes over
-	// loopback, which no count takes. The sleeper, the init, died of its
-	// SIGTERM (a Go program without signal.Notify).
-	wantCounts := correlate.Counts{RefusedBeforeSigterm: nRefused, RequestsKilledBySigkill: nHeld}
+	// the suite's traffic runs over the loopback of the guest's namespace,
+	// the pod's, so its nRefused SYNs (between the deletion and the stop
+	// signal, the sleeper's SIGTERM) are refusals inside the pod (a
+	// sidecar's forwards, as it were), never a client's; the nHeld requests
+	// were in flight at the holder's SIGKILL (killed requests count over
+	// loopback too); its nIdle answered connections were idle (not a
+	// loss). The resets and late segments are between the pod's own
+	// processes over loopback, which no count takes. The sleeper, the init,
+	// died of its SIGTERM (a Go program without signal.Notify).
+	wantCounts := correlate.Counts{RefusedInsidePod: nRefused, RequestsKilledBySigkill: nHeld}
 	const wantOutcome, wantDeath = "refused_and_killed", correlate.DeathStopSignal
 	counts := "exact"
 	if term.Counts != wantCounts {
@@ -71,7 +74,7 @@ func checkOutcome(t *testing.T, probes []ProbeStatus, netns uint32, evs []collec
 
 // lossTotal sums a termination's counts for the matrix line.
 func lossTotal(n correlate.Counts) int {
-	return n.RefusedAfterSigterm + n.RefusedBeforeSigterm + n.RequestsKilledBySigkill + n.RequestsKilledAtExit +
+	return n.RefusedAfterSigterm + n.RefusedBeforeSigterm + n.RefusedInsidePod + n.RequestsKilledBySigkill + n.RequestsKilledAtExit +
 		n.ConnectionsResetAtExit + n.ConnectionsResetAtShutdown + n.RequestsResetOnReusedConnections +
 		n.StreamsKilledBySigkill + n.ProbeRefused + n.InflightAtStopSignal + n.AcceptedAfterEndpointsNotReady
 }

@@ -94,6 +94,14 @@ var expectations = map[string]func(lab.Result) bool{
 		return r.ClientRefused == 0 && r.ProxyRefusedInside >= 10 && r.ClientKilled == 0 && has(r, correlate.DiagRefusedInsidePod) &&
 			!has(r, correlate.DiagListenerClosedEarly) && strings.Contains(r.Note, "to container server")
 	},
+	// The proxy as a native sidecar, stopped once the server has exited:
+	// the server's listener closes first, so the proxy's forwards meet it
+	// closed inside the pod until the server's drain ends and the proxy is
+	// stopped; the fix names container server.
+	"mesh/native-sidecar": func(r lab.Result) bool {
+		return r.ProxyRefusedInside >= 10 && r.ClientKilled == 0 && has(r, correlate.DiagRefusedInsidePod) &&
+			strings.Contains(r.Note, "to container server")
+	},
 	// nginx closes its listener at its image's SIGQUIT and finishes the slow
 	// download: the seeds' tens of refusals, nothing killed, and drainwatch
 	// found SIGQUIT with no stop signal in the API.

@@ -30,15 +30,22 @@ type meshCase struct {
 	// proxySleep and appSleep are the containers' preStop sleeps (0:
 	// none).
 	proxySleep, appSleep int64
+	// native runs the proxy as a native sidecar (an init container with
+	// restartPolicy Always), which the kubelet stops after the server.
+	native bool
 }
 
 var (
 	// The proxy stops first: its listener closes at its stop signal, the
 	// application behind it still sleeping in its preStop.
-	meshProxyFirst = meshCase{"mesh/proxy-first", "lab-mesh-proxy-first", 0, 3}
+	meshProxyFirst = meshCase{"mesh/proxy-first", "lab-mesh-proxy-first", 0, 3, false}
 	// The application stops first: the proxy, sleeping in its preStop,
 	// still forwards to it.
-	meshAppFirst = meshCase{"mesh/app-first", "lab-mesh-app-first", 2, 0}
+	meshAppFirst = meshCase{"mesh/app-first", "lab-mesh-app-first", 2, 0, false}
+	// The proxy as a native sidecar, neither sleeping: the kubelet stops
+	// it only once the server has exited, so the server stops first by
+	// design.
+	meshNativeSidecar = meshCase{"mesh/native-sidecar", "lab-mesh-native", 0, 0, true}
 )
 
 // meshScenario runs the seeds' clients at a pod built the way a mesh
@@ -84,6 +91,12 @@ func (l *Lab) mesh(ctx context.Context, c meshCase) (Result, error) {
 		app.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: c.appSleep}}}
 	}
 	spec.Containers = []corev1.Container{proxy, *app}
+	if c.native {
+		always := corev1.ContainerRestartPolicyAlways
+		proxy.RestartPolicy = &always
+		spec.InitContainers, spec.Containers = []corev1.Container{proxy}, []corev1.Container{*app}
+	}
+	containers := len(spec.InitContainers) + len(spec.Containers)
 	pods, err := l.deploy(ctx, dep)
 	if err != nil {
 		return Result{}, errorf("deploying", err)
@@ -96,7 +109,7 @@ func (l *Lab) mesh(ctx context.Context, c meshCase) (Result, error) {
 	if err != nil {
 		return Result{}, errorf("seeds' clients", err)
 	}
-	death, err := l.allExited(ctx, pod, len(spec.Containers))
+	death, err := l.allExited(ctx, pod, containers)
 	if err != nil {
 		return Result{}, errorf("node agent", err)
 	}

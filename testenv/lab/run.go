@@ -53,6 +53,7 @@ func Scenarios() []Scenario {
 		{"ipv6/ignore-term", "ignore-term with the clients at the dual-stack pod's IPv6 address: killed, then blackholed at that address", ignoreTermIPv6Scenario},
 		{meshProxyFirst.name, "a mesh's pod: haproxy in front of the naive server over loopback (the real iptables REDIRECT of 8080 to 15006), the proxy stopping first, the server sleeping 3 s in its preStop", meshScenario(meshProxyFirst)},
 		{meshAppFirst.name, "the same pod, the server stopping first while the proxy sleeps 2 s in its preStop and still forwards to it", meshScenario(meshAppFirst)},
+		{meshNativeSidecar.name, "the same with the proxy as a native sidecar (an init container with restartPolicy Always): the node stops it once the server has exited", meshScenario(meshNativeSidecar)},
 		{"startup/ready-before-listening", "a new pod whose tcpSocket readiness probe targets a health port open at once, its traffic port 5 s after the start: clients straight at the pod", startupScenario},
 		{"startup/resets-after-ready", "a new pod Ready by the same probe while its server resets every request for 5.5 s after the start (a warm-up): clients straight at the pod, a request per connection", startupResetsScenario},
 	}

@@ -227,3 +227,42 @@ func TestHeldNamespaceLeavesTheBridge(t *testing.T) {
 		t.Fatalf("held namespace still has links besides lo:\n%s", out)
 	}
 }
+
+// TestNativeSidecarStopsAfterMain: a native sidecar (an init container with
+// restartPolicy Always) starts before the main container, is reported in
+// status.initContainerStatuses and counted in Ready, and at deletion gets
+// its stop signal only once the main container has exited, as the
+// kubelet's (KEP-753).
+func TestNativeSidecarStopsAfterMain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l := newLab(t, ctx, "t-sidecar")
+	pod := l.serverPod("meshed", "protocol", 10, nil)
+	sidecar := pod.Spec.Containers[0]
+	always := corev1.ContainerRestartPolicyAlways
+	sidecar.Name, sidecar.Args, sidecar.RestartPolicy = "proxy", []string{"--mode=naive", "--port=8081"}, &always
+	sidecar.Ports = []corev1.ContainerPort{{Name: "proxy", ContainerPort: 8081}}
+	sidecar.ReadinessProbe = &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8081)}}}
+	pod.Spec.InitContainers = []corev1.Container{sidecar}
+	created, h := l.create(t, ctx, pod)
+	ready := h.until(t, ctx, "Ready", podReady)
+	if s := ready.Status.InitContainerStatuses; len(s) != 1 || s[0].Name != "proxy" || s[0].ContainerID == "" || !s[0].Ready {
+		t.Fatalf("initContainerStatuses %+v, want the ready sidecar proxy with its id", s)
+	}
+	if err := l.client.CoreV1().Pods(l.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.lastBeforeDelete(t, ctx)
+	byName := map[string]node.Termination{}
+	for _, tm := range l.agent.Terminations(created.UID) {
+		byName[tm.Container] = tm
+	}
+	srv, proxy := byName["srv"], byName["proxy"]
+	if srv.ExitAt.IsZero() || proxy.StopSignalAt.IsZero() || proxy.StopSignalAt.Before(srv.ExitAt) {
+		t.Fatalf("srv exited at %v, proxy signalled at %v: want the sidecar stopped after the main container's exit",
+			srv.ExitAt, proxy.StopSignalAt)
+	}
+	if !srv.SIGKILLAt.IsZero() || !proxy.SIGKILLAt.IsZero() || proxy.Grace < 2 || proxy.Grace > srv.Grace {
+		t.Fatalf("srv %+v, proxy %+v: want both stopped gracefully, the sidecar with what was left of the grace", srv, proxy)
+	}
+}

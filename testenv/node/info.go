@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"github.com/drainwatch/drainwatch/testenv/netlab"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -144,7 +145,8 @@ func (w *podWorker) info() PodInfo {
 			pi.Netns, pi.NetnsInode = w.sb.ns.Path(), w.sb.ns.Inode()
 		}
 	}
-	for _, spec := range w.pod.Spec.Containers {
+	specs := append(append([]*corev1.Container{}, nativeSidecars(w.pod)...), pointers(w.pod.Spec.Containers)...)
+	for _, spec := range specs {
 		cs := w.containers[spec.Name]
 		if cs == nil || cs.run == nil {
 			continue

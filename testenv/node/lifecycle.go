@@ -13,9 +13,9 @@ import (
 // start creates the sandbox and starts every container, then reports the
 // status. Failures leave the containers waiting with the reason.
 func (w *podWorker) start(ctx context.Context) {
-	if len(w.pod.Spec.InitContainers) > 0 || w.pod.Spec.HostNetwork {
-		w.log.Warn().Int("init_containers", len(w.pod.Spec.InitContainers)).Bool("host_network", w.pod.Spec.HostNetwork).
-			Msg("not supported by the testenv node: init containers are skipped, hostNetwork pods get their own netns")
+	if n := initContainersSkipped(w.pod); n > 0 || w.pod.Spec.HostNetwork {
+		w.log.Warn().Int("init_containers", n).Bool("host_network", w.pod.Spec.HostNetwork).
+			Msg("not supported by the testenv node: init containers other than native sidecars are skipped, hostNetwork pods get their own netns")
 	}
 	sb, err := w.a.createSandbox(w.pod)
 	if err != nil {
@@ -27,6 +27,9 @@ func (w *podWorker) start(ctx context.Context) {
 	w.mu.Lock()
 	w.sb = sb
 	w.mu.Unlock()
+	for _, sc := range nativeSidecars(w.pod) {
+		w.startOne(ctx, sc, 0) // before the main containers, as the kubelet does
+	}
 	for i := range w.pod.Spec.Containers {
 		w.startOne(ctx, &w.pod.Spec.Containers[i], 0)
 	}
@@ -111,7 +114,7 @@ func (w *podWorker) onExit(ctx context.Context, c *container) {
 	}
 	w.mu.Lock()
 	cs.terminated, cs.ready = terminatedState(c), false
-	cs.restartable = restartable(w.pod, c.exitCode)
+	cs.restartable = restartable(w.pod, c.exitCode) || sidecarNamed(w.pod, c.spec.Name)
 	w.mu.Unlock()
 	w.log.Info().Str("container", c.spec.Name).Int32("exit_code", c.exitCode).Bool("terminating", w.terminating).Msg("container exited")
 	if cs.restartable && !w.terminating {
@@ -138,12 +141,10 @@ func (w *podWorker) restart(ctx context.Context, name string) {
 	if w.terminating || cs.run == nil || cs.terminated == nil {
 		return
 	}
-	for i := range w.pod.Spec.Containers {
-		if spec := &w.pod.Spec.Containers[i]; spec.Name == name {
-			cs.last = cs.terminated
-			_ = removeCgroup(cs.run.scope)
-			w.startOne(ctx, spec, cs.run.restarts+1)
-		}
+	if spec := specOf(w.pod, name); spec != nil {
+		cs.last = cs.terminated
+		_ = removeCgroup(cs.run.scope)
+		w.startOne(ctx, spec, cs.run.restarts+1)
 	}
 	w.push(ctx)
 }

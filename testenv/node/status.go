@@ -76,6 +76,14 @@ func (w *podWorker) buildStatus() corev1.PodStatus {
 		st.ContainerStatuses = append(st.ContainerStatuses, cs.apiStatus(&pod.Spec.Containers[i]))
 		allReady = allReady && cs.ready
 	}
+	for _, sc := range nativeSidecars(pod) {
+		cs := w.containers[sc.Name]
+		if cs == nil { // a sidecar added by a later version of the pod: not run
+			continue
+		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, cs.apiStatus(sc))
+		allReady = allReady && cs.ready
+	}
 	terminal := st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed
 	st.Conditions = []corev1.PodCondition{
 		w.condition(corev1.PodReadyToStartContainers, w.sb != nil && !terminal),

@@ -47,15 +47,29 @@ func (w *podWorker) terminate(ctx context.Context, grace int64, deleteAfter bool
 func (w *podWorker) killRound(ctx context.Context, grace int64, inAPI bool) (int64, bool) {
 	abort := make(chan struct{})
 	done := make(chan *Termination, len(w.containers))
-	running, pod := 0, w.pod
-	for _, cs := range w.containers {
-		if cs.run != nil && cs.terminated == nil {
-			running++
-			go func(c *container) {
-				done <- w.a.killContainer(ctx, pod, c, w.sb.IP, grace, abort)
-			}(cs.run)
+	pod, began := w.pod, time.Now()
+	// The main containers first, in parallel; the native sidecars once
+	// every main container has exited, with what is left of the grace
+	// (at least the kubelet's minimum of 2 s).
+	launch := func(sidecars bool, grace int64) (n int) {
+		for name, cs := range w.containers {
+			if cs.run != nil && cs.terminated == nil && sidecarNamed(pod, name) == sidecars {
+				n++
+				go func(c *container) {
+					done <- w.a.killContainer(ctx, pod, c, w.sb.IP, grace, abort)
+				}(cs.run)
+			}
+		}
+		return n
+	}
+	running, sidecarsLeft := launch(false, grace), len(nativeSidecars(pod)) > 0
+	next := func() {
+		if running == 0 && sidecarsLeft {
+			sidecarsLeft = false
+			running = launch(true, max(grace-int64(time.Since(began)/time.Second), 2))
 		}
 	}
+	next()
 	var shorter int64
 	shrink := func(p *corev1.Pod) {
 		if g := GracePeriod(p); shorter == 0 && g < grace {
@@ -74,6 +88,9 @@ func (w *podWorker) killRound(ctx context.Context, grace int64, inAPI bool) (int
 			w.mu.Lock()
 			w.terminations = append(w.terminations, t)
 			w.mu.Unlock()
+			if shorter == 0 {
+				next()
+			}
 		case c := <-w.exits:
 			w.onExit(ctx, c)
 		case r := <-w.probes:

@@ -64,6 +64,9 @@ func newPodWorker(a *Agent, pod *corev1.Pod) *podWorker {
 	for _, c := range pod.Spec.Containers {
 		w.containers[c.Name] = &containerStatus{waiting: "ContainerCreating", restartable: restartable(pod, 1)}
 	}
+	for _, c := range nativeSidecars(pod) {
+		w.containers[c.Name] = &containerStatus{waiting: "ContainerCreating", restartable: true}
+	}
 	return w
 }
 

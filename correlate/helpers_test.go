@@ -70,6 +70,8 @@ func feed(c *Correlator, evs []any) {
 			c.Node(e)
 		case collector.Event:
 			c.Kernel(e)
+		case bindCgroup:
+			c.BindCgroup(e.uid, e.container, e.cgroup)
 		case bind:
 			if e.netns != 0 {
 				c.BindNetns(e.uid, e.netns)

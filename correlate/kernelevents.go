@@ -192,7 +192,7 @@ func (c *Correlator) clientAccept(p *podState, at time.Time, cookie uint64, atte
 // last one is the last listener. A pod of several containers keeps each
 // close, with its container, in Termination.Listeners.
 func listenClose(p *podState, container string, e *collector.Event) {
-	info, _, noneServing := p.Listeners.close(e.SockCookie)
+	info, noneServing := p.Listeners.close(e.SockCookie)
 	if info.Port == 0 {
 		// Opened before the daemon watched the pod: the close says where
 		// it listened, and its task whose it was.
@@ -207,11 +207,7 @@ func listenClose(p *podState, container string, e *collector.Event) {
 	}
 	serves := p.Listeners.serves(info)
 	if len(p.Pod.Containers) > 1 && len(t.T.Listeners) < maxListenerCloses {
-		port := info.Port
-		if port == 0 {
-			port = e.Local.Port()
-		}
-		t.T.Listeners = append(t.T.Listeners, ListenerClose{Container: container, Port: port, Inner: !serves, At: e.Time})
+		t.T.Listeners = append(t.T.Listeners, ListenerClose{Container: container, Port: info.Port, Inner: !serves, At: e.Time})
 	}
 	m := &t.T.Marks
 	if noneServing && m.ListenerClosed.IsZero() || !p.Listeners.Complete && serves {

@@ -196,10 +196,10 @@ func (l *listenerSet) open(cookie uint64, info listenerInfo) {
 	}
 }
 
-// close removes a listener and reports whether it was the last one, and
-// whether no listener the clients reach is left open (serving): the last
-// outer one (see serves) has closed.
-func (l *listenerSet) close(cookie uint64) (info listenerInfo, last, noneServing bool) {
+// close removes a listener and reports what its listen event said and
+// whether no listener the clients reach is left open (serving: see
+// serves), the last one included.
+func (l *listenerSet) close(cookie uint64) (info listenerInfo, noneServing bool) {
 	info = l.Info[cookie]
 	if !l.Open[cookie] {
 		l.Complete = false
@@ -207,20 +207,20 @@ func (l *listenerSet) close(cookie uint64) (info listenerInfo, last, noneServing
 	delete(l.Open, cookie)
 	delete(l.Info, cookie)
 	if !l.Complete {
-		return info, false, false
+		return info, false
 	}
 	if len(l.Open) == 0 {
-		return info, true, true
+		return info, true
 	}
 	if !l.serves(info) {
-		return info, false, false // an inner listener's close: the clients' listener is untouched
+		return info, false // an inner listener's close: the clients' listener is untouched
 	}
 	for c := range l.Open {
 		if l.serves(l.Info[c]) {
-			return info, false, false
+			return info, false
 		}
 	}
-	return info, false, true
+	return info, true
 }
 
 // serves says whether a listener is one the pod's clients reach: not

@@ -83,16 +83,6 @@ func through(n int, at int) []any {
 	}
 }
 
-func feedMesh(c *Correlator, evs []any) {
-	for _, e := range evs {
-		if b, ok := e.(bindCgroup); ok {
-			c.BindCgroup(b.uid, b.container, b.cgroup)
-			continue
-		}
-		feed(c, []any{e})
-	}
-}
-
 // TestSidecarStopOrders: a proxy in the pod in front of the app, stopped
 // in either order, its listeners' opens seen or not (then their closes say
 // where they listened). Proxy first (no preStop, its listener closes at its
@@ -154,13 +144,7 @@ func proxyFirst(t *testing.T, opens bool) {
 		evs = append(evs, exited(cgProxy, proxyPID, 0, 0, true, ms(600)),
 			initSignal(cgApp, initPID, 15, "server", ms(2000)), listenerClosed(appListener, 1, cgApp, ms(2001)),
 			exited(cgApp, initPID, 0, 0, true, ms(2010)), gone(podA, ms(2100)))
-		c := New(Config{})
-		feedMesh(c, evs)
-		done := c.Tick(ms(60000))
-		if len(done) != 1 {
-			t.Fatalf("%d terminations completed, want 1", len(done))
-		}
-		got := done[0]
+		got := finish(t, New(Config{}), evs, ms(60000))
 		if got.Counts.RefusedAfterSigterm != 5 || got.Counts.RefusedInsidePod != 0 {
 			t.Errorf("refused after the stop signal %d, inside the pod %d; want 5 and 0", got.Counts.RefusedAfterSigterm, got.Counts.RefusedInsidePod)
 		}
@@ -193,13 +177,7 @@ func appFirst(t *testing.T, opens bool) {
 		}
 		evs = append(evs, initSignal(cgProxy, proxyPID, 10, "haproxy", ms(2500)), listenerClosed(proxyListener, 2, cgProxy, ms(2501)),
 			exited(cgProxy, proxyPID, 0, 0, true, ms(2600)), gone(podA, ms(2700)))
-		c := New(Config{})
-		feedMesh(c, evs)
-		done := c.Tick(ms(60000))
-		if len(done) != 1 {
-			t.Fatalf("%d terminations completed, want 1", len(done))
-		}
-		got := done[0]
+		got := finish(t, New(Config{}), evs, ms(60000))
 		if got.Counts.RefusedAfterSigterm+got.Counts.RefusedBeforeSigterm != 0 || got.Counts.RefusedInsidePod != 4 {
 			t.Errorf("refused after/before the stop signal %d/%d, inside the pod %d; want 0/0 and 4",
 				got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, got.Counts.RefusedInsidePod)

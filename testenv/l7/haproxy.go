@@ -94,7 +94,7 @@ defaults
   mode http
   log global
   option dontlognull
-  log-format "l7req %%ci:%%cp %%si:%%sp %%ST %%tsc %%rc %%{+Q}r"
+  log-format "%s"
   timeout connect 1s
   timeout client 30s
   timeout http-keep-alive 30s
@@ -108,5 +108,5 @@ backend be
   balance roundrobin
   http-reuse always
   server-template s 1-%d 127.0.0.1:1 disabled pool-purge-delay %dms
-`, h.socket(), retry, h.addr, haproxySlots, idle)
+`, h.socket(), HAProxyLogFormat, retry, h.addr, haproxySlots, idle)
 }

@@ -6,6 +6,11 @@ import (
 	"strings"
 )
 
+// HAProxyLogFormat is the log-format parseHAProxyLine reads: a tag, the
+// client, the server, the status, the termination state, the retries and
+// the request line.
+const HAProxyLogFormat = "l7req %ci:%cp %si:%sp %ST %tsc %rc %{+Q}r"
+
 // haproxyLine is one request of haproxy's log (log-format in haproxy.go).
 type haproxyLine struct {
 	client, server string

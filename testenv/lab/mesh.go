@@ -158,7 +158,7 @@ defaults
   mode http
   log global
   option dontlognull
-  log-format "l7req %%ci:%%cp %%si:%%sp %%ST %%tsc %%rc %%{+Q}r"
+  log-format "%s"
   retries 0
   retry-on none
   timeout connect 1s
@@ -171,7 +171,7 @@ frontend inbound
 
 backend app
   server app 127.0.0.1:%d
-`, meshProxyPort, cluster.ServerPort)
+`, l7.HAProxyLogFormat, meshProxyPort, cluster.ServerPort)
 }
 
 // allExited waits until the node agent has stopped every one of the pod's

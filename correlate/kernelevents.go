@@ -106,7 +106,9 @@ func (c *Correlator) replayEarly(p *podState) {
 	if !p.Early.Overwritten.Before(floor) {
 		p.Term.EarlyOverflow = true
 	}
-	for _, e := range p.Early.drain() {
+	early := p.Early.drain()
+	closed := lastServingClose(p, early, floor)
+	for i, e := range early {
 		switch {
 		case e.Time.Before(floor):
 		case e.Type == collector.EventReset && reuseResetReason(e.Reason) != "":
@@ -114,15 +116,63 @@ func (c *Correlator) replayEarly(p *podState) {
 			// a reset on reuse between the deletion request and the
 			// termination's opening stays a steady-state one.
 		case e.Type == collector.EventListenClose:
-			// The listener set already saw this close; only the mark is due.
-			if !p.Listeners.Complete || len(p.Listeners.Open) == 0 {
-				p.Term.T.Marks.ListenerClosed = e.Time
-			}
+			// The listener set already took this close; its record and,
+			// for the close that ended serving, the mark are due.
+			_, container := c.attribute(&e)
+			replayListenClose(p, container, &e, i == closed)
 		default:
 			_, container := c.attribute(&e)
 			c.dispatch(p, container, &e)
 		}
 	}
+}
+
+// lastServingClose is the index in early of the listener close that
+// listener_closed stands for, -1 for none: the last close of a listener
+// the clients reach (listenerSet.serves, by the address and port the
+// close names: the listener's own record went with it) once none of those
+// is open any more, or, when every listener has closed and none of the
+// closes served, the last close (the pod's only listener was bound to
+// loopback, as listenClose decides too). When the set is not complete,
+// the last serving close stands, as every such close moves the mark.
+func lastServingClose(p *podState, early []collector.Event, floor time.Time) int {
+	l := &p.Listeners
+	if l.Complete && l.anyServing() {
+		return -1
+	}
+	last, lastServing := -1, -1
+	for i := range early {
+		e := &early[i]
+		if e.Type != collector.EventListenClose || e.Time.Before(floor) {
+			continue
+		}
+		last = i
+		if l.serves(closedListener(e, "")) {
+			lastServing = i
+		}
+	}
+	if lastServing >= 0 || !l.Complete || len(l.Open) > 0 {
+		return lastServing
+	}
+	return last
+}
+
+// replayListenClose is listenClose for a close the listener set took
+// before the termination began; mark says whether listener_closed is its.
+func replayListenClose(p *podState, container string, e *collector.Event, mark bool) {
+	t := p.Term
+	info := closedListener(e, container)
+	if len(p.Pod.Containers) > 1 && len(t.T.Listeners) < maxListenerCloses {
+		t.T.Listeners = append(t.T.Listeners, ListenerClose{Container: container, Port: info.Port, Inner: !p.Listeners.serves(info), At: e.Time})
+	}
+	if mark {
+		t.T.Marks.ListenerClosed = e.Time
+	}
+}
+
+// closedListener is what a listen_close says of its listener.
+func closedListener(e *collector.Event, container string) listenerInfo {
+	return listenerInfo{Port: e.Local.Port(), Container: container, Loopback: e.Local.Addr().Unmap().IsLoopback()}
 }
 
 func (c *Correlator) accept(p *podState, e *collector.Event) {
@@ -196,7 +246,7 @@ func listenClose(p *podState, container string, e *collector.Event) {
 	if info.Port == 0 {
 		// Opened before the daemon watched the pod: the close says where
 		// it listened, and its task whose it was.
-		info = listenerInfo{Port: e.Local.Port(), Loopback: e.Local.Addr().Unmap().IsLoopback()}
+		info = closedListener(e, "")
 	}
 	t := p.Term
 	if t == nil {

@@ -215,12 +215,17 @@ func (l *listenerSet) close(cookie uint64) (info listenerInfo, noneServing bool)
 	if !l.serves(info) {
 		return info, false // an inner listener's close: the clients' listener is untouched
 	}
+	return info, !l.anyServing()
+}
+
+// anyServing says whether a listener the clients reach is open.
+func (l *listenerSet) anyServing() bool {
 	for c := range l.Open {
 		if l.serves(l.Info[c]) {
-			return info, false
+			return true
 		}
 	}
-	return info, true
+	return false
 }
 
 // serves says whether a listener is one the pod's clients reach: not

@@ -208,3 +208,29 @@ func appFirst(t *testing.T, opens bool) {
 		}
 	}
 }
+
+// TestSidecarClosesBeforeDeletionSeen: both containers' preStop hooks
+// close their listeners (the proxy's first) before the daemon's watch
+// delivers the deletion, with no stop signal yet: the closes wait in the
+// pod's early events and are replayed when the termination opens.
+// listener_closed is still the proxy's close (the clients' listener), not
+// the last close replayed (the app's, inside the pod), and each close
+// keeps its record.
+func TestSidecarClosesBeforeDeletionSeen(t *testing.T) {
+	evs := append(meshBornSeen(meshGrace, true), through(0, -30000), listenerClosed(proxyListener, 2, cgProxy, ms(3)),
+		listenerClosed(appListener, 1, cgApp, ms(12)),
+		meshPod(deleting(podA, ipA, meshGrace, ms(-20), ms(15))), notReady(podA, ms(16)),
+		initSignal(cgProxy, proxyPID, 15, "haproxy", ms(1000)), exited(cgProxy, proxyPID, 0, 0, true, ms(1010)),
+		initSignal(cgApp, initPID, 15, "server", ms(2000)), exited(cgApp, initPID, 0, 0, true, ms(2010)), gone(podA, ms(2100)))
+	got := finish(t, New(Config{}), evs, ms(60000))
+	if !got.Marks.ListenerClosed.Equal(ms(3)) {
+		t.Errorf("listener_closed at %v, want +3ms (the proxy's: the clients' listener)", got.Marks.ListenerClosed.Sub(t0))
+	}
+	want := []ListenerClose{{Container: "proxy", Port: proxyPort, At: ms(3)}, {Container: "app", Port: port, Inner: true, At: ms(12)}}
+	if !slices.Equal(got.Listeners, want) {
+		t.Errorf("listeners %+v, want %+v", got.Listeners, want)
+	}
+	if got.Partial {
+		t.Errorf("partial %v, want complete", got.PartialReasons)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,8 +31,49 @@ type nodeDaemon struct {
 	stop func()
 }
 
+// logger is a daemon's log, kept out of the test's output unless the test
+// fails: then its last daemonLogLines lines follow the test's own lines,
+// which come first, where a failure's reason is easy to find (CI shows a
+// failing test's first and last lines).
 func logger(t *testing.T, level zerolog.Level) zerolog.Logger {
-	return zerolog.New(zerolog.NewTestWriter(t)).Level(level).With().Timestamp().Logger()
+	l := &daemonLog{}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.dropped > 0 {
+			t.Logf("daemon log: %d earlier lines not kept", l.dropped)
+		}
+		for _, line := range l.lines {
+			t.Log(line)
+		}
+	})
+	return zerolog.New(l).Level(level).With().Timestamp().Logger()
+}
+
+// daemonLogLines bounds what a failing test prints of one daemon's log.
+const daemonLogLines = 400
+
+// daemonLog keeps the last daemonLogLines lines written to it. Writes after
+// the test has ended (a daemon goroutine winding down) are kept too and
+// never reach the finished test.
+type daemonLog struct {
+	mu      sync.Mutex
+	lines   []string
+	dropped int
+}
+
+func (l *daemonLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) == daemonLogLines {
+		l.lines = slices.Delete(l.lines, 0, 1)
+		l.dropped++
+	}
+	l.lines = append(l.lines, strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 // startCluster starts nodes node agents and one daemon per node.

@@ -77,8 +77,8 @@ func dashboardQueries(t *testing.T) []string {
 
 func TestQueriesParseAsPromQL(t *testing.T) {
 	qs := dashboardQueries(t)
-	if len(qs) != 33 {
-		t.Fatalf("%d queries, want 33 (28 panel targets, 1 annotation, 4 variables)", len(qs))
+	if len(qs) != 34 {
+		t.Fatalf("%d queries, want 34 (29 panel targets, 1 annotation, 4 variables)", len(qs))
 	}
 	promtest.CheckQueries(t, qs)
 }

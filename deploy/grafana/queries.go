@@ -25,14 +25,18 @@ var (
 	qKilledAtExitRate = `sum by (workload, revision) (increase(drainwatch_requests_killed_at_exit_total{` + sel + `}[$__rate_interval]))`
 	// qBlackholedRate: connections sent after the pods' network was gone.
 	qBlackholedRate = `sum by (workload, revision) (increase(drainwatch_connections_blackholed_total{` + sel + `}[$__rate_interval]))`
-	qRefusedTotal   = `sum by (workload, revision) (drainwatch_connections_refused_after_sigterm_total{` + sel + `})`
-	qKilledTotal    = `sum by (workload, revision) (drainwatch_requests_killed_by_sigkill_total{` + sel + `})`
-	qOutcomes       = `sum by (workload, revision, outcome) (increase(drainwatch_terminations_total{` + sel + `}[$__rate_interval]))`
-	qAcceptedLate   = `sum by (workload, revision) (increase(drainwatch_connections_accepted_after_endpoint_removal_total{` + sel + `}[$__rate_interval]))`
-	qResetsRate     = `sum by (workload, revision) (increase(drainwatch_connections_reset_at_shutdown_total{` + sel + `}[$__rate_interval]))`
-	qReuseRate      = `sum by (workload, revision) (increase(drainwatch_requests_reset_on_reused_connections_total{` + sel + `}[$__rate_interval]))`
-	qProbesRate     = `sum by (workload, revision) (increase(drainwatch_probe_connections_refused_total{` + sel + `}[$__rate_interval]))`
-	qPartialRate    = `sum by (workload, reason) (increase(drainwatch_terminations_partial_total{` + wsel + `}[$__rate_interval]))`
+	// qRefusedInsideRate: a sidecar's forwards refused by its own pod's
+	// application over loopback (the app's listener closed while the proxy
+	// still took clients): each is a client's request failed by the proxy.
+	qRefusedInsideRate = `sum by (workload, revision) (increase(drainwatch_connections_refused_inside_pod_total{` + sel + `}[$__rate_interval]))`
+	qRefusedTotal      = `sum by (workload, revision) (drainwatch_connections_refused_after_sigterm_total{` + sel + `})`
+	qKilledTotal       = `sum by (workload, revision) (drainwatch_requests_killed_by_sigkill_total{` + sel + `})`
+	qOutcomes          = `sum by (workload, revision, outcome) (increase(drainwatch_terminations_total{` + sel + `}[$__rate_interval]))`
+	qAcceptedLate      = `sum by (workload, revision) (increase(drainwatch_connections_accepted_after_endpoint_removal_total{` + sel + `}[$__rate_interval]))`
+	qResetsRate        = `sum by (workload, revision) (increase(drainwatch_connections_reset_at_shutdown_total{` + sel + `}[$__rate_interval]))`
+	qReuseRate         = `sum by (workload, revision) (increase(drainwatch_requests_reset_on_reused_connections_total{` + sel + `}[$__rate_interval]))`
+	qProbesRate        = `sum by (workload, revision) (increase(drainwatch_probe_connections_refused_total{` + sel + `}[$__rate_interval]))`
+	qPartialRate       = `sum by (workload, reason) (increase(drainwatch_terminations_partial_total{` + wsel + `}[$__rate_interval]))`
 	// The new pods' side: refused and reset within the startup window.
 	qRefusedAfterReadyRate = `sum by (workload, revision) (increase(drainwatch_connections_refused_after_ready_total{` + sel + `}[$__rate_interval]))`
 	qResetAfterReadyRate   = `sum by (workload, revision) (increase(drainwatch_connections_reset_after_ready_total{` + sel + `}[$__rate_interval]))`

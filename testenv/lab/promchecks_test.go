@@ -37,11 +37,12 @@ func TestShippedPanels(t *testing.T) {
 	for _, p := range panels {
 		titles[p.Title] = len(p.Exprs)
 	}
-	if len(panels) != 27 || titles["Requests killed at exit"] != 1 || titles["Connections blackholed"] != 1 || titles["Routing lag (last hour)"] != 2 || titles["annotation: Rollouts"] != 1 ||
+	if len(panels) != 28 || titles["Requests killed at exit"] != 1 || titles["Connections blackholed"] != 1 ||
+		titles["Connections refused inside the pod (sidecars)"] != 1 || titles["Routing lag (last hour)"] != 2 || titles["annotation: Rollouts"] != 1 ||
 		titles["Requests reset on reused connections"] != 1 || titles["Requests reset on reused connections outside terminations"] != 1 ||
 		titles["New pods: connections refused after Ready"] != 1 || titles["New pods: connections reset after Ready"] != 1 ||
 		titles["New pods: Ready to first accepted connection (last hour)"] != 2 {
-		t.Errorf("panels %v, want 26 panels (routing lag and Ready to first accept with 2 queries each, both reuse panels, killed at exit, blackholed, the new pods' three) and the Rollouts annotation", titles)
+		t.Errorf("panels %v, want 27 panels (routing lag and Ready to first accept with 2 queries each, both reuse panels, killed at exit, blackholed, refused inside the pod, the new pods' three) and the Rollouts annotation", titles)
 	}
 	for title := range expectedEmpty {
 		if _, ok := titles[title]; !ok {

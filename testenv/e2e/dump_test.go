@@ -3,11 +3,13 @@ package e2e_test
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/testenv/client"
+	"github.com/drainwatch/drainwatch/testenv/lab"
 	"github.com/drainwatch/drainwatch/testenv/router"
 )
 
@@ -57,4 +59,25 @@ func dumpRouter(t *testing.T, got correlate.Termination, r *router.Router, addr 
 	}
 	t.Logf("%s (%s): router refused at %v\nkernel refused at %v\nnode-local sources %+v\nrouter outcomes %v\nmarks %+v",
 		got.Pod, addr, rs, ks, got.Sources, outcomes, got.Marks)
+}
+
+// dumpBlackholes shows, relative to the pod's exit, the router's dials to
+// addr that failed without a refusal (dial start..end and error) and the
+// drops drainwatch counted as blackholed: where a blackhole count differs,
+// which attempts one side has and the other not.
+func dumpBlackholes(t *testing.T, got correlate.Termination, r *router.Router, addr string) {
+	ref := got.Marks.Exit
+	var rs, ks []string
+	for _, cn := range r.Conns() {
+		if cn.Backend == addr && lab.BlackholedByBackend(cn) {
+			rs = append(rs, fmt.Sprintf("%.3f..%.3f %s", cn.Accepted.Sub(ref).Seconds(), cn.Dialed.Sub(ref).Seconds(), cn.Err))
+		}
+	}
+	for _, c := range got.Connections {
+		if c.Blackholed {
+			ks = append(ks, fmt.Sprintf("%.3f", c.Time.Sub(ref).Seconds()))
+		}
+	}
+	t.Logf("%s (%s), relative to its exit: router dials failed without a refusal (%d):\n%s\ndrainwatch blackholed drops (%d): %v",
+		got.Pod, addr, len(rs), strings.Join(rs, "\n"), len(ks), ks)
 }

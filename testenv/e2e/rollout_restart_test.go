@@ -253,6 +253,7 @@ func checkRollout(ctx context.Context, t *testing.T, d *nodeDaemon, r *router.Ro
 			p.Name, want, bh, n, got.Counts.RefusedAfterSigterm, got.Counts.RefusedBeforeSigterm, got.Counts.ConnectionsBlackholed, got.PartialReasons, codes(got))
 		if b := got.Counts.ConnectionsBlackholed; b > bh || (!partial[p.UID] && b != bh) {
 			t.Errorf("%s: drainwatch blackholed %d, the router's dials that failed without a refusal %d (partial %v)", p.Name, b, bh, got.PartialReasons)
+			dumpBlackholes(t, got, r, cluster.PodAddr(p, cluster.ServerPort))
 		}
 		if !checkOne(t, p, got, n, want, partial[p.UID]) {
 			dumpRouter(t, got, r, cluster.PodAddr(p, cluster.ServerPort))

@@ -160,13 +160,19 @@ func lastServingClose(p *podState, early []collector.Event, floor time.Time) int
 // replayListenClose is listenClose for a close the listener set took
 // before the termination began; mark says whether listener_closed is its.
 func replayListenClose(p *podState, container string, e *collector.Event, mark bool) {
-	t := p.Term
 	info := closedListener(e, container)
-	if len(p.Pod.Containers) > 1 && len(t.T.Listeners) < maxListenerCloses {
-		t.T.Listeners = append(t.T.Listeners, ListenerClose{Container: container, Port: info.Port, Inner: !p.Listeners.serves(info), At: e.Time})
-	}
+	recordListenerClose(p, container, info, p.Listeners.serves(info), e.Time)
 	if mark {
-		t.T.Marks.ListenerClosed = e.Time
+		p.Term.T.Marks.ListenerClosed = e.Time
+	}
+}
+
+// recordListenerClose keeps a close of a pod of several containers, with
+// its container, in Termination.Listeners.
+func recordListenerClose(p *podState, container string, info listenerInfo, serves bool, at time.Time) {
+	t := p.Term
+	if len(p.Pod.Containers) > 1 && len(t.T.Listeners) < maxListenerCloses {
+		t.T.Listeners = append(t.T.Listeners, ListenerClose{Container: container, Port: info.Port, Inner: !serves, At: at})
 	}
 }
 
@@ -256,9 +262,7 @@ func listenClose(p *podState, container string, e *collector.Event) {
 		container = info.Container
 	}
 	serves := p.Listeners.serves(info)
-	if len(p.Pod.Containers) > 1 && len(t.T.Listeners) < maxListenerCloses {
-		t.T.Listeners = append(t.T.Listeners, ListenerClose{Container: container, Port: info.Port, Inner: !serves, At: e.Time})
-	}
+	recordListenerClose(p, container, info, serves, e.Time)
 	m := &t.T.Marks
 	if noneServing && m.ListenerClosed.IsZero() || !p.Listeners.Complete && serves {
 		m.ListenerClosed = e.Time

@@ -74,13 +74,14 @@ func (l *Lab) clientsByRevision(run *rolloutRun, revOf map[string]string) (map[s
 		f(&rc)
 		out[revOf[p.Hash]] = rc
 	}
-	byLocal := map[string]router.Conn{}
-	reqOf := map[string]client.Request{}
-	for _, r := range run.reqs {
-		reqOf[r.Local] = r
+	pair := router.Join(run.reqs, run.conns)
+	reqOf := make([]*client.Request, len(run.conns))
+	for j, i := range pair {
+		if i >= 0 {
+			reqOf[i] = &run.reqs[j]
+		}
 	}
-	for _, c := range run.conns {
-		byLocal[c.Client] = c
+	for i, c := range run.conns {
 		p, ok := run.pods.byAddr(c.Backend)
 		if !ok {
 			continue
@@ -91,17 +92,14 @@ func (l *Lab) clientsByRevision(run *rolloutRun, revOf map[string]string) (map[s
 		if BlackholedByBackend(c) {
 			add(p, func(rc *revCount) { rc.blackholed++ })
 		}
-		if ResetByBackend(c) && !Killed(reqOf[c.Client], l.deathOf(p.UID)) {
+		var req client.Request
+		if reqOf[i] != nil {
+			req = *reqOf[i]
+		}
+		if ResetByBackend(c) && !Killed(req, l.deathOf(p.UID)) {
 			add(p, func(rc *revCount) { rc.resets++ })
 		}
-	}
-	for _, r := range run.reqs {
-		c, ok := byLocal[r.Local]
-		p, known := run.pods.byAddr(c.Backend)
-		if !ok || !known || c.Outcome != router.Proxied {
-			continue
-		}
-		if Killed(r, l.deathOf(p.UID)) {
+		if reqOf[i] != nil && c.Outcome == router.Proxied && Killed(req, l.deathOf(p.UID)) {
 			add(p, func(rc *revCount) { rc.killed++ })
 		}
 	}

@@ -116,17 +116,3 @@ func (r *Router) markBackendEnd(i int, reset, silent bool) {
 	r.conns[i].BackendReset, r.conns[i].BackendSilent = reset, silent
 	r.mu.Unlock()
 }
-
-// ByClient indexes Conns by the client's address, which is a client
-// Request's Local: the join from a request to the pod it reached. A request
-// reset before its connect() returned has no Local and no entry; in
-// KeepAlive mode the last request of each client connection wins.
-func (r *Router) ByClient() map[string]Conn {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m := make(map[string]Conn, len(r.conns))
-	for _, c := range r.conns {
-		m[c.Client] = c
-	}
-	return m
-}

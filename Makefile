@@ -20,6 +20,8 @@ ARM64_KERNEL_DIR := $(CACHE)/vmkernel/arm64
 HELM_VERSION     := v3.22.0
 OPERATOR_VERSION := v0.85.0
 HELM             := $(CACHE)/helm-$(HELM_VERSION)/helm
+OTELCOL_VERSION  := v0.161.0
+OTELCOL          := $(CACHE)/otelcol-$(OTELCOL_VERSION)/otelcol
 OPCONFIG_DIR     := $(CACHE)/opconfig-$(OPERATOR_VERSION)
 PROM_SD_VERSION  := v0.305.0
 # The Argo Rollouts controller the gate's e2e test runs (testenv/argobuild
@@ -45,7 +47,7 @@ export DRAINWATCH_K8S_BIN := $(K8S_BIN)
 # machine's go.env says local.
 export GOTOOLCHAIN ?= auto
 
-.PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane realnode \
+.PHONY: help deps mounts generate vmlinux vmlinux-arm64 check-generate cross build controlplane realnode otelcol \
         vmkernel support-matrix docs helm opconfig argo vulncheck check-tidy test test-unit vet lab clean image release-version screenshots bench scale fuzz fuzz-short fuzz-targets soak
 
 help: ## Show this help.
@@ -95,6 +97,9 @@ helm: ## Build (once, cached in .cache/) the Helm CLI from helm.sh/helm/v3 for t
 	@bash testenv/scripts/build-gotool.sh testenv/helmbuild helm.sh/helm/v3/cmd/helm $(HELM) \
 	  "-X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION)"
 
+otelcol: ## Build (once, cached in .cache/) a minimal OpenTelemetry Collector (OTLP receiver, contrib file exporter) from testenv/otelcolbuild for the OTLP tests.
+	@bash testenv/scripts/build-gotool.sh testenv/otelcolbuild . $(OTELCOL)
+
 opconfig: ## Build (once, cached) the Prometheus Operator's config generator and Prometheus' Kubernetes discovery (testenv/k8ssd); copy the operator's CRDs.
 	@bash testenv/scripts/build-gotool.sh testenv/opconfig . $(OPCONFIG_DIR)/opconfig
 	@mkdir -p $(OPCONFIG_DIR)/crds
@@ -124,7 +129,7 @@ vulncheck: ## Report known vulnerabilities the code calls (govulncheck, offline:
 	$(GOVULNCHECK) -db file://$(VULNDB_DIR)/db ./...
 
 check-tidy: ## Fail when go mod tidy would change go.mod or go.sum (the project's and testenv's tool modules).
-	@for dir in . testenv/k8sbuild testenv/helmbuild testenv/opconfig testenv/k8ssd testenv/vulndb testenv/argobuild; do \
+	@for dir in . testenv/k8sbuild testenv/helmbuild testenv/opconfig testenv/k8ssd testenv/vulndb testenv/argobuild testenv/otelcolbuild; do \
 	  (cd $$dir && $(GO) mod tidy -diff) || { echo "$$dir: go.mod/go.sum are not tidy: run go mod tidy there and commit"; exit 1; }; \
 	done
 
@@ -145,10 +150,10 @@ vmkernel: ## Fetch Debian's cloud kernels (once: 5.10, 6.1, 6.12 amd64; 6.1 arm6
 vet:
 	$(GO) vet ./...
 
-test-unit: ## Unit tests only (no root needed).
+test-unit: otelcol ## Unit tests only (no root needed).
 	$(GO) test -count=1 -short ./...
 
-test: deps mounts controlplane realnode helm opconfig argo vmkernel check-tidy check-generate vet vulncheck cross ## Everything: unit, privileged (root), end to end, a short fuzz run.
+test: deps mounts controlplane realnode helm opconfig argo otelcol vmkernel check-tidy check-generate vet vulncheck cross ## Everything: unit, privileged (root), end to end, a short fuzz run.
 	DRAINWATCH_VM_KERNELS=$(VM_KERNELS) $(GO) test -count=1 -p 1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) --no-print-directory fuzz-short
 

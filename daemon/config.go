@@ -3,6 +3,7 @@ package daemon
 import (
 	"errors"
 	"fmt"
+	"github.com/drainwatch/drainwatch/exporter/otlp"
 	"net"
 	"time"
 
@@ -100,6 +101,9 @@ type Config struct {
 	// NoEvents turns off the Warning Events posted on pods and workloads
 	// for each non-clean termination.
 	NoEvents bool
+	// OTLP, when set, sends every complete termination and startup to an
+	// OpenTelemetry collector as a log record (--otlp-endpoint).
+	OTLP *otlp.Config
 	// HTTP2Tracking is HTTP2Auto (the default), HTTP2Always or HTTP2Off:
 	// when the kernel follows HTTP/2 streams (see http2.go).
 	HTTP2Tracking string

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/drainwatch/drainwatch/exporter/otlp"
 	"sync/atomic"
 	"time"
 
@@ -62,6 +63,9 @@ type Daemon struct {
 	// eventsDropped is drainwatch_events_dropped_total, registered by New
 	// (nil when Config.NoEvents).
 	eventsDropped *prometheus.CounterVec
+	// otlp sends complete records to a collector (nil when Config.OTLP is).
+	otlp        *otlp.Exporter
+	otlpMetrics *otlp.Metrics
 }
 
 // New checks the configuration; Run starts everything.
@@ -76,8 +80,8 @@ func New(cfg Config) (*Daemon, error) {
 		api:      make(chan apiEvent, apiBuffer),
 	}
 	var dm daemonMetrics
-	d.metrics, dm = newMetrics(exporter.Options{Now: cfg.Now, SeriesTTL: cfg.SeriesTTL}, !cfg.NoEvents)
-	d.state, d.eventsDropped = dm.state, dm.eventsDropped
+	d.metrics, dm = newMetrics(exporter.Options{Now: cfg.Now, SeriesTTL: cfg.SeriesTTL}, !cfg.NoEvents, cfg.OTLP != nil)
+	d.state, d.eventsDropped, d.otlpMetrics = dm.state, dm.eventsDropped, dm.otlp
 	return d, nil
 }
 
@@ -131,6 +135,10 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 	}
 	d.reportProbes()
 	d.baselineLost(cp, restored)
+	if err := d.startOTLP(); err != nil {
+		d.kernel.Close()
+		return err
+	}
 	return d.runWired(ctx)
 }
 
@@ -158,6 +166,7 @@ func (d *Daemon) runWired(ctx context.Context) error {
 	// with the final checkpoint.
 	d.accountLost(d.cfg.Now())
 	cpErr := d.checkpoint(closeErr == nil)
+	d.stopOTLP()
 	d.scopes.CloseFiles()
 	if d.events != nil {
 		d.events.Shutdown()

@@ -231,9 +231,12 @@ func (d *Daemon) checkpoint(clean bool) error {
 	// KernelLost is the kernel's count the saved counters include: a read
 	// now could add losses they do not (or fail and save 0).
 	cp := Checkpoint{Correlator: state, Scopes: scopes, Alive: now, Clean: clean, Counters: &counters,
-		KernelLost: d.counters.lostInKernel, Startups: d.startupsDone}
+		KernelLost: d.counters.lostInKernel, Startups: d.startupsDone, Export: d.otlp != nil}
 	if err := d.store.SaveCheckpoint(cp, d.completed); err != nil {
 		return err
+	}
+	if d.otlp != nil && len(d.completed)+len(d.startupsDone) > 0 {
+		d.otlp.Notify()
 	}
 	d.completed, d.startupsDone = nil, nil
 	d.view.saved()

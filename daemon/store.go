@@ -111,6 +111,9 @@ type Checkpoint struct {
 	// complete terminations; LoadCheckpoint leaves it empty (Startups
 	// reads them).
 	Startups []correlate.Startup
+	// Export marks the checkpoint's terminations and startups pending for
+	// the OTLP exporter (--otlp-endpoint).
+	Export bool
 }
 
 // SaveCheckpoint writes a checkpoint and the terminations completed since
@@ -142,7 +145,13 @@ func (s *Store) SaveCheckpoint(cp Checkpoint, completed []correlate.Termination)
 		if err := putStartups(tx.Bucket(bucketStartups), cp.Startups); err != nil {
 			return err
 		}
-		return putTerminations(tx.Bucket(bucketTerminations), completed)
+		if err := putTerminations(tx.Bucket(bucketTerminations), completed); err != nil {
+			return err
+		}
+		if !cp.Export {
+			return nil
+		}
+		return putOTLPPending(tx, completed, cp.Startups)
 	})
 	if err != nil {
 		return fmt.Errorf("saving checkpoint: %w", err)

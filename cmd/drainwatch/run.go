@@ -21,6 +21,7 @@ import (
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/daemon"
 	"github.com/drainwatch/drainwatch/exporter"
+	"github.com/drainwatch/drainwatch/exporter/otlp"
 )
 
 // runFlags are `drainwatch run`'s settings; each flag defaults to an
@@ -35,6 +36,8 @@ type runFlags struct {
 	http2Tracking, auth, tlsCert, tlsKey               string
 	ringBufferSize, pprofAddr, completedInMemory       string
 	keepCompleted, seriesTTL                           string
+	otlpEndpoint, otlpProtocol, otlpHeaders, otlpCA    string
+	otlpInsecure                                       bool
 	noEvents, unpinOnExit, tlsSelfSigned, allNodes     bool
 }
 
@@ -63,6 +66,11 @@ func runFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.tlsKey, "tls-key-file", os.Getenv("DRAINWATCH_TLS_KEY_FILE"), "the key of --tls-cert-file (env DRAINWATCH_TLS_KEY_FILE)")
 	fs.StringVar(&f.ringBufferSize, "ring-buffer-size", envOr("DRAINWATCH_RING_BUFFER_SIZE", "2Mi"), "size of the kernel's event ring buffer, a power of two (e.g. 1Mi, 2Mi, 4Mi); it is resident twice in the daemon's memory, and holds the events of terminating pods until the reader takes them (env DRAINWATCH_RING_BUFFER_SIZE)")
 	fs.StringVar(&f.pprofAddr, "pprof-addr", os.Getenv("DRAINWATCH_PPROF_ADDR"), "serve Go's runtime profiles (heap, CPU, goroutines) at http://<addr>/debug/pprof/ on a listener of their own, without authentication: a loopback IP only (127.0.0.1:6060, [::1]:6060), reach it with kubectl port-forward; empty (the default) serves none (env DRAINWATCH_PPROF_ADDR)")
+	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", os.Getenv("DRAINWATCH_OTLP_ENDPOINT"), "send every complete termination and startup as an OpenTelemetry log record to this OTLP collector: host:port (TLS unless --otlp-insecure) or a URL (https://collector:4318); at least once, retried from the state store through the collector's outages; empty (the default) sends none (env DRAINWATCH_OTLP_ENDPOINT)")
+	fs.StringVar(&f.otlpProtocol, "otlp-protocol", envOr("DRAINWATCH_OTLP_PROTOCOL", otlp.ProtocolGRPC), "grpc (port 4317) or http/protobuf (port 4318) (env DRAINWATCH_OTLP_PROTOCOL)")
+	fs.BoolVar(&f.otlpInsecure, "otlp-insecure", os.Getenv("DRAINWATCH_OTLP_INSECURE") == "true", "send to --otlp-endpoint without TLS (env DRAINWATCH_OTLP_INSECURE=true)")
+	fs.StringVar(&f.otlpCA, "otlp-ca-file", os.Getenv("DRAINWATCH_OTLP_CA_FILE"), "verify the collector's certificate against this PEM bundle instead of the system's (env DRAINWATCH_OTLP_CA_FILE)")
+	fs.StringVar(&f.otlpHeaders, "otlp-headers", os.Getenv("DRAINWATCH_OTLP_HEADERS"), "headers sent with every export, key=value,key=value (e.g. Authorization=Bearer <token>); prefer the env variable for secrets (env DRAINWATCH_OTLP_HEADERS)")
 	fs.StringVar(&f.completedInMemory, "completed-in-memory", envOr("DRAINWATCH_COMPLETED_IN_MEMORY", strconv.Itoa(daemon.DefaultCompletedInMemory)),
 		"how many complete terminations the API serves from memory; older ones (up to 7 days) are read from the state store, so memory stays flat however many pods terminate (env DRAINWATCH_COMPLETED_IN_MEMORY)")
 	fs.StringVar(&f.keepCompleted, "keep-completed", envOr("DRAINWATCH_KEEP_COMPLETED", daemon.DefaultKeepCompleted.String()),
@@ -170,6 +178,11 @@ func runCmd(args []string) int {
 		fmt.Fprintf(os.Stderr, "drainwatch run: --blackhole-window %s: want 1s to 1m: shorter misses the drops of a neighbour's failed resolution (3 s), longer holds every termination open that long\n", f.blackholeWindow)
 		return 2
 	}
+	otlpCfg, err := otlpConfig(f)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "drainwatch run:", err)
+		return 2
+	}
 	d, err := daemon.New(daemon.Config{
 		NodeName: f.nodeName, Kubeconfig: f.kubeconfig, ListenAddr: f.listen,
 		StateDir: f.stateDir, CgroupRoot: f.cgroupRoot, Log: log, NoEvents: f.noEvents,
@@ -177,7 +190,7 @@ func runCmd(args []string) int {
 		Auth: f.auth, TLSCertFile: f.tlsCert, TLSKeyFile: f.tlsKey, TLSSelfSigned: f.tlsSelfSigned,
 		Correlate:     correlate.Config{ProbeComms: splitList(f.kubeletComms), StartupWindow: f.startupWindow, BlackholeWindow: f.blackholeWindow},
 		HTTP2Tracking: f.http2Tracking, RingBufferSize: ringBytes, CompletedInMemory: inMemory,
-		WatchAllNodes: f.allNodes, KeepCompleted: keep, SeriesTTL: ttl, Scope: scope,
+		WatchAllNodes: f.allNodes, KeepCompleted: keep, SeriesTTL: ttl, Scope: scope, OTLP: otlpCfg,
 	})
 	if err != nil {
 		log.Error().Err(err).Msg("invalid configuration")
@@ -195,6 +208,25 @@ func runCmd(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// otlpConfig is the OTLP exporter's configuration; nil without
+// --otlp-endpoint.
+func otlpConfig(f runFlags) (*otlp.Config, error) {
+	if f.otlpEndpoint == "" {
+		return nil, nil
+	}
+	if f.otlpProtocol != otlp.ProtocolGRPC && f.otlpProtocol != otlp.ProtocolHTTP {
+		return nil, fmt.Errorf("--otlp-protocol %q: want %s or %s", f.otlpProtocol, otlp.ProtocolGRPC, otlp.ProtocolHTTP)
+	}
+	headers, err := otlp.ParseHeaders(f.otlpHeaders)
+	if err != nil {
+		return nil, fmt.Errorf("--otlp-headers: %w", err)
+	}
+	if f.otlpInsecure && strings.HasPrefix(f.otlpEndpoint, "https://") {
+		return nil, fmt.Errorf("--otlp-insecure with an https:// --otlp-endpoint %q: drop one", f.otlpEndpoint)
+	}
+	return &otlp.Config{Endpoint: f.otlpEndpoint, Protocol: f.otlpProtocol, Insecure: f.otlpInsecure, CAFile: f.otlpCA, Headers: headers}, nil
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -226,6 +226,11 @@ func otlpConfig(f runFlags) (*otlp.Config, error) {
 	if f.otlpInsecure && strings.HasPrefix(f.otlpEndpoint, "https://") {
 		return nil, fmt.Errorf("--otlp-insecure with an https:// --otlp-endpoint %q: drop one", f.otlpEndpoint)
 	}
+	if f.otlpCA != "" {
+		if _, err := os.Stat(f.otlpCA); err != nil {
+			return nil, fmt.Errorf("--otlp-ca-file: %w", err)
+		}
+	}
 	return &otlp.Config{Endpoint: f.otlpEndpoint, Protocol: f.otlpProtocol, Insecure: f.otlpInsecure, CAFile: f.otlpCA, Headers: headers}, nil
 }
 

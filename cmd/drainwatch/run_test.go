@@ -15,6 +15,8 @@ func TestParseRunFlagsFromEnvironment(t *testing.T) {
 	t.Setenv("DRAINWATCH_TLS_CERT_FILE", "/tls/tls.crt")
 	t.Setenv("DRAINWATCH_KEEP_COMPLETED", "24h")
 	t.Setenv("DRAINWATCH_SERIES_TTL", "2h")
+	t.Setenv("DRAINWATCH_OTLP_ENDPOINT", "otel:4317")
+	t.Setenv("DRAINWATCH_OTLP_HEADERS", "Authorization=Bearer t")
 	f, err := parseRunFlags([]string{"--log-level", "debug"}, &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +24,8 @@ func TestParseRunFlagsFromEnvironment(t *testing.T) {
 	want := runFlags{nodeName: "node-7", stateDir: "/var/lib/dw", listen: "", cgroupRoot: "",
 		logLevel: "debug", logFormat: "json", kubeconfig: f.kubeconfig, pinPath: "/sys/fs/bpf/drainwatch", kubeletComms: "kubelet",
 		http2Tracking: "always", auth: "none", tlsCert: "/tls/tls.crt", ringBufferSize: "2Mi", completedInMemory: "256",
-		keepCompleted: "24h", seriesTTL: "2h", startupWindow: time.Minute, blackholeWindow: 10 * time.Second}
+		keepCompleted: "24h", seriesTTL: "2h", startupWindow: time.Minute, blackholeWindow: 10 * time.Second,
+		otlpEndpoint: "otel:4317", otlpProtocol: "grpc", otlpHeaders: "Authorization=Bearer t"}
 	if f != want {
 		t.Fatalf("flags = %+v, want %+v", f, want)
 	}
@@ -56,6 +59,14 @@ func TestRunRejectsBadInput(t *testing.T) {
 	}
 	for _, bad := range [][]string{{"--namespaces", "Shop"}, {"--exclude-namespaces", "a,b_c"}, {"--pod-selector", "app in (web"},
 		{"--namespaces", "shop", "--exclude-namespaces", "shop"}} {
+		if code := runCmd(append([]string{"--node-name", "n", "--state-dir", t.TempDir()}, bad...)); code != 2 {
+			t.Errorf("run %v exited %d, want 2", bad, code)
+		}
+	}
+	for _, bad := range [][]string{{"--otlp-endpoint", "otel:4317", "--otlp-protocol", "thrift"},
+		{"--otlp-endpoint", "otel:4317", "--otlp-headers", "Bearer t"},
+		{"--otlp-endpoint", "https://otel:4318", "--otlp-insecure"},
+		{"--otlp-endpoint", "otel:4317", "--otlp-ca-file", "/nonexistent/ca.crt"}} {
 		if code := runCmd(append([]string{"--node-name", "n", "--state-dir", t.TempDir()}, bad...)); code != 2 {
 			t.Errorf("run %v exited %d, want 2", bad, code)
 		}

@@ -139,6 +139,8 @@ func (d *Daemon) Run(ctx context.Context) (err error) {
 		d.kernel.Close()
 		return err
 	}
+	// After the final checkpoint (runWired's), before the store closes.
+	defer d.stopOTLP()
 	return d.runWired(ctx)
 }
 
@@ -166,7 +168,6 @@ func (d *Daemon) runWired(ctx context.Context) error {
 	// with the final checkpoint.
 	d.accountLost(d.cfg.Now())
 	cpErr := d.checkpoint(closeErr == nil)
-	d.stopOTLP()
 	d.scopes.CloseFiles()
 	if d.events != nil {
 		d.events.Shutdown()

@@ -95,6 +95,11 @@ func (d *Daemon) serve(ctx context.Context, h http.Handler, tlsCfg *tls.Config, 
 	return exporter.ServeUntil(ctx, exporter.ReadOnly(h), l, lim)
 }
 
+// Ready is what /readyz serves: nil once the node's pods are listed (a
+// pod created from then on is seen before it is Ready: its startup is
+// observed).
+func (d *Daemon) Ready() error { return d.ready() }
+
 // ready is /readyz: ready once the node's pods are listed.
 func (d *Daemon) ready() error {
 	if k := d.kube.Load(); k == nil || !k.Synced() {

@@ -62,17 +62,17 @@ type otlpSource struct {
 // record was pruned meanwhile (or cannot be read) is forgotten and counted
 // as expired.
 func (o otlpSource) Pending(n int) (entries []otlp.Entry, expired int, err error) {
-	err = o.s.db.Update(func(tx *bolt.Tx) error {
+	var gone [][]byte
+	err = o.s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketOTLP)
 		if b == nil {
 			return nil
 		}
-		var gone [][]byte
 		c := b.Cursor()
 		for k, v := c.First(); k != nil && len(entries) < n; k, v = c.Next() {
 			var p otlpPending
 			var e otlp.Entry
-			ok := json.Unmarshal(v, &p) == nil
+			ok := json.Unmarshal(v, &p) == nil && len(k) == 8
 			if ok {
 				e, ok = o.entry(tx, p)
 			}
@@ -80,20 +80,18 @@ func (o otlpSource) Pending(n int) (entries []otlp.Entry, expired int, err error
 				gone = append(gone, append([]byte(nil), k...))
 				continue
 			}
+			e.Seq = binary.BigEndian.Uint64(k)
 			entries = append(entries, e)
 		}
-		for _, k := range gone {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		expired = len(gone)
 		return nil
 	})
+	if err == nil && len(gone) > 0 {
+		err = o.s.db.Update(func(tx *bolt.Tx) error { return deleteKeys(tx.Bucket(bucketOTLP), gone) })
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("reading the records pending for OTLP: %w", err)
 	}
-	return entries, expired, nil
+	return entries, len(gone), nil
 }
 
 // entry reads a pending record's record; false when it is gone.
@@ -117,28 +115,22 @@ func (o otlpSource) entry(tx *bolt.Tx, p otlpPending) (otlp.Entry, bool) {
 	return otlp.Entry{}, false
 }
 
-// Acknowledge forgets the pending records of ids.
-func (o otlpSource) Acknowledge(ids []string) error {
-	done := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		done[id] = true
+// Acknowledge forgets the pending records of entries, by their Seq.
+func (o otlpSource) Acknowledge(entries []otlp.Entry) error {
+	keys := make([][]byte, len(entries))
+	for i, e := range entries {
+		keys[i] = binary.BigEndian.AppendUint64(nil, e.Seq)
 	}
-	return o.s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketOTLP)
-		if b == nil {
-			return nil
-		}
-		var keys [][]byte
-		err := b.ForEach(func(k, v []byte) error {
-			var p otlpPending
-			if json.Unmarshal(v, &p) == nil && done[p.ID] {
-				keys = append(keys, append([]byte(nil), k...))
-			}
-			return nil
-		})
-		for _, k := range keys {
-			err = errors.Join(err, b.Delete(k))
-		}
-		return err
-	})
+	return o.s.db.Update(func(tx *bolt.Tx) error { return deleteKeys(tx.Bucket(bucketOTLP), keys) })
+}
+
+func deleteKeys(b *bolt.Bucket, keys [][]byte) error {
+	if b == nil {
+		return nil
+	}
+	var err error
+	for _, k := range keys {
+		err = errors.Join(err, b.Delete(k))
+	}
+	return err
 }

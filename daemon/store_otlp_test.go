@@ -49,7 +49,7 @@ func TestOTLPPendingInStore(t *testing.T) {
 	if got[2].EventName != otlp.EventStartup || got[0].EventName != otlp.EventTermination {
 		t.Fatalf("event names %s, %s", got[0].EventName, got[2].EventName)
 	}
-	if err := src.Acknowledge(ids[2:]); err != nil {
+	if err := src.Acknowledge(got[2:]); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -47,8 +47,9 @@ type Source interface {
 	// and how many pending records it found gone (pruned before they were
 	// sent) and forgot.
 	Pending(n int) (entries []Entry, expired int, err error)
-	// Acknowledge forgets the pending records of ids.
-	Acknowledge(ids []string) error
+	// Acknowledge forgets the pending records of entries (as Pending
+	// returned them).
+	Acknowledge(entries []Entry) error
 }
 
 // Protocols the exporter speaks.
@@ -298,11 +299,7 @@ func (e *Exporter) drain(ctx context.Context) bool {
 		} else {
 			e.metrics.Exported.Add(float64(len(entries)))
 		}
-		ids := make([]string, len(entries))
-		for i, en := range entries {
-			ids[i] = en.ID
-		}
-		if err := e.src.Acknowledge(ids); err != nil {
+		if err := e.src.Acknowledge(entries); err != nil {
 			e.cfg.Log.Error().Err(err).Msg("OTLP: acknowledging sent records (they may be sent again)")
 			return false
 		}

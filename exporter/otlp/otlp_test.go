@@ -31,9 +31,13 @@ func (s *source) Pending(n int) ([]Entry, int, error) {
 	return slices.Clone(s.pending[:min(n, len(s.pending))]), exp, nil
 }
 
-func (s *source) Acknowledge(ids []string) error {
+func (s *source) Acknowledge(entries []Entry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var ids []string
+	for _, e := range entries {
+		ids = append(ids, e.ID)
+	}
 	s.acked = append(s.acked, ids...)
 	s.pending = slices.DeleteFunc(s.pending, func(e Entry) bool { return slices.Contains(ids, e.ID) })
 	return nil

@@ -37,6 +37,9 @@ type Entry struct {
 	Body      string
 	Resource  []attribute.KeyValue
 	Attrs     []attribute.KeyValue
+	// Seq is the record's place in its Source, set by Pending for
+	// Acknowledge.
+	Seq uint64
 }
 
 // TerminationID is a termination's record id.

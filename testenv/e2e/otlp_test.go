@@ -56,6 +56,11 @@ func TestOTLPExport(t *testing.T) {
 		}
 	}
 	d := startDaemonWith(t, c.RestConfig, node, state, "", withOTLP(otlp.ProtocolGRPC, col.GRPCAddr(), 0))
+	// The first deploy's pods must be seen before they are Ready (their
+	// startups observed): deploy once the daemon has listed the node's pods.
+	if err := wait.PollUntilContextCancel(ctx, 20*time.Millisecond, true, func(context.Context) (bool, error) { return d.Ready() == nil, nil }); err != nil {
+		t.Fatalf("the daemon never listed its node's pods: %v", err)
+	}
 
 	ns := unique("e2e-otlp")
 	dep := cluster.ServerDeployment(ns, "web", workload.ModeNaive, 2)

@@ -75,7 +75,7 @@ func TestAlertsUseOnlyExportedMetrics(t *testing.T) {
 			}
 		}
 	}
-	if n != 11 {
-		t.Errorf("%d alerts, want 11", n)
+	if n != 13 {
+		t.Errorf("%d alerts, want 13", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/exporter"
+	"github.com/drainwatch/drainwatch/exporter/otlp"
 )
 
 var (
@@ -62,6 +63,12 @@ func ExportedNames() (map[string]bool, error) {
 		Workload: collector.Workload{Namespace: "n", Kind: "Deployment", Name: "w", Revision: "2"},
 		Marks:    correlate.StartupMarks{Ready: t0, FirstAccept: t0.Add(time.Second)}, ReadyToFirstAccept: time.Second})
 	m.SetProbeState("p", "attached")
+	// The OTLP exporter's counters, which the daemon registers beside the
+	// exporter's when --otlp-endpoint is set.
+	om := otlp.NewMetrics()
+	om.Failures.Inc()
+	om.Exported.Inc()
+	m.Registry().MustRegister(om.Collectors()...)
 	mfs, err := m.Registry().Gather()
 	if err != nil {
 		return nil, err

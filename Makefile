@@ -187,12 +187,12 @@ fuzz-targets:
 	listed="$$(printf '%s\n' $(FUZZ_TARGETS) | sort)"; \
 	[ "$$found" = "$$listed" ] || { printf 'FUZZ_TARGETS lists:\n%s\nthe tree has:\n%s\n' "$$listed" "$$found"; exit 1; }
 
-lab: deps mounts controlplane realnode helm opconfig build ## The seeds' experiment and a rolling update, end to end, on stand-in nodes and a real node (root).
+lab: deps mounts controlplane realnode helm opconfig otelcol build ## The seeds' experiment and a rolling update, end to end, on stand-in nodes and a real node (root).
 	$(GO) run ./testenv/cmd/lab
 
 SHOTS_DIR := $(CACHE)/screenshots-run
 
-screenshots: deps mounts controlplane helm opconfig build ## Refresh docs/images from the lab: the seeds' naive termination on /ui as headless Chromium renders it (root, about 3 minutes).
+screenshots: deps mounts controlplane helm opconfig otelcol build ## Refresh docs/images from the lab: the seeds' naive termination on /ui as headless Chromium renders it (root, about 3 minutes).
 	rm -rf $(SHOTS_DIR)
 	$(GO) run ./testenv/cmd/lab --scenario seeds/naive --real-node=false --out $(SHOTS_DIR)
 	cp $(SHOTS_DIR)/screenshots/seeds_naive-lab-1.png docs/images/timeline-seeds-naive.png

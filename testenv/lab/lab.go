@@ -22,6 +22,7 @@ import (
 	"github.com/drainwatch/drainwatch/testenv/controlplane"
 	"github.com/drainwatch/drainwatch/testenv/kubeproxy"
 	"github.com/drainwatch/drainwatch/testenv/node"
+	"github.com/drainwatch/drainwatch/testenv/otelcol"
 	"github.com/drainwatch/drainwatch/testenv/promtest"
 	"github.com/drainwatch/drainwatch/testenv/realnode"
 	"github.com/drainwatch/drainwatch/testenv/shipped"
@@ -65,7 +66,9 @@ type Lab struct {
 	readerToken string
 	// promStart is when Prometheus first scraped both daemons: the
 	// dashboard check's range starts there.
-	promStart  time.Time
+	promStart time.Time
+	// otelcol receives the daemons' records over OTLP (checkOTLP).
+	otelcol    *otelcol.Collector
 	progress   *Progress
 	clusterDir string
 	// runs are the scenarios' records, in run order, for the artifacts.
@@ -141,10 +144,14 @@ func (l *Lab) startDaemons(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
+	if err := l.startCollector(ctx); err != nil {
+		return err
+	}
 	for _, name := range l.nodeNames() {
 		d, err := StartDaemon(ctx, DaemonSpec{Bin: l.cfg.Drainwatch, Node: name, Kubeconfig: l.Cluster.Kubeconfig,
 			CgroupRoot: root, Dir: dir, WatchAllNodes: true, Shipped: l.Shipped, Token: l.readerToken,
-			Args: []string{"--startup-window=" + labStartupWindow.String()}})
+			Args: []string{"--startup-window=" + labStartupWindow.String(),
+				"--otlp-endpoint=" + l.otelcol.GRPCAddr(), "--otlp-insecure"}})
 		if err != nil {
 			return err
 		}
@@ -211,6 +218,9 @@ func (l *Lab) Stop() error {
 		l.Prom.Stop()
 	}
 	errs = append(errs, stopAll(l.Daemons))
+	if l.otelcol != nil {
+		errs = append(errs, l.otelcol.Stop())
+	}
 	errs = append(errs, l.stopRealNode())
 	if l.Cluster != nil {
 		errs = append(errs, l.Cluster.Stop())

@@ -90,16 +90,19 @@ func Run(ctx context.Context, cfg Config) ([]Result, error) {
 	}
 	results := l.RunScenarios(ctx)
 	var checks *PromChecks
+	var otlpCheck OTLPCheck
 	if ctx.Err() == nil {
 		l.checkPrometheus(ctx, results)
 		checks = l.checkAlertsAndDashboard(ctx, results)
+		otlpCheck = l.checkOTLP(ctx)
+		l.progress.Step("%s", otlpCheck.Result)
 	}
 	// The results are written even after an interrupt, within their own
 	// bound.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	werr := l.WriteResults(wctx, results, checks)
-	return results, errors.Join(checks.err(), werr, l.Stop())
+	return results, errors.Join(checks.err(), otlpCheck.err(), werr, l.Stop())
 }
 
 // RunScenarios runs the configured scenarios one after the other; a

@@ -33,7 +33,7 @@ func startProcess(log zerolog.Logger, dir, name, bin string, args []string) (*pr
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := startFromKeeper(cmd); err != nil {
+	if err := StartFromKeeper(cmd); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -84,7 +84,8 @@ func (p *process) stop(grace time.Duration) error {
 // Pdeathsig fires when the thread that forked the child exits, not the
 // process (golang/go#27505). Go ends a thread when a goroutine exits while
 // locked to it, which namespace helpers do on purpose after a failed setns.
-// Children are therefore forked from one keeper thread that never exits.
+// Children are therefore forked from one keeper thread that never exits;
+// StartFromKeeper starts cmd there (testenv's other real parts use it too).
 var keeper struct {
 	once sync.Once
 	reqs chan keeperReq
@@ -95,7 +96,7 @@ type keeperReq struct {
 	done chan error
 }
 
-func startFromKeeper(cmd *exec.Cmd) error {
+func StartFromKeeper(cmd *exec.Cmd) error {
 	keeper.once.Do(func() {
 		keeper.reqs = make(chan keeperReq)
 		go func() {

@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -300,7 +299,8 @@ func startProcess(bin, dir string, args ...string) (*process, error) {
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := startFromKeeper(cmd); err != nil {
+	// Pdeathsig is per forking thread: fork from controlplane's keeper.
+	if err := controlplane.StartFromKeeper(cmd); err != nil {
 		out.Close()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
@@ -351,34 +351,6 @@ func (p *process) stop(grace time.Duration) error {
 	_ = p.cmd.Process.Kill()
 	<-p.done
 	return fmt.Errorf("otelcol did not exit within %s of SIGTERM: killed", grace)
-}
-
-// Pdeathsig fires when the thread that forked the child exits, not the
-// process (golang/go#27505), so the child is forked from one keeper thread
-// that never exits (as testenv/controlplane does).
-var keeper struct {
-	once sync.Once
-	reqs chan keeperReq
-}
-
-type keeperReq struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-func startFromKeeper(cmd *exec.Cmd) error {
-	keeper.once.Do(func() {
-		keeper.reqs = make(chan keeperReq)
-		go func() {
-			runtime.LockOSThread() // never unlocked: this thread lives as long as the process
-			for r := range keeper.reqs {
-				r.done <- r.cmd.Start()
-			}
-		}()
-	})
-	done := make(chan error, 1)
-	keeper.reqs <- keeperReq{cmd: cmd, done: done}
-	return <-done
 }
 
 // Log is one log record the collector received, flattened with its

@@ -3,7 +3,6 @@ package daemon
 import (
 	"errors"
 	"fmt"
-	"github.com/drainwatch/drainwatch/exporter/otlp"
 	"net"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/drainwatch/drainwatch/collector/kube"
 	"github.com/drainwatch/drainwatch/collector/node"
 	"github.com/drainwatch/drainwatch/correlate"
+	"github.com/drainwatch/drainwatch/exporter/otlp"
 )
 
 // Defaults of the zero Config fields.

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/drainwatch/drainwatch/exporter/otlp"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/drainwatch/drainwatch/collector/node"
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/exporter"
+	"github.com/drainwatch/drainwatch/exporter/otlp"
 )
 
 // apiBuffer is the capacity of the API events channel.

@@ -1,10 +1,10 @@
 package daemon
 
 import (
-	"github.com/drainwatch/drainwatch/exporter/otlp"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drainwatch/drainwatch/exporter"
+	"github.com/drainwatch/drainwatch/exporter/otlp"
 )
 
 // daemonMetrics are the collectors the daemon adds to the exporter's

@@ -18,7 +18,6 @@ package otlp
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	neturl "net/url"
@@ -326,12 +325,10 @@ func (e *Exporter) send(ctx context.Context, entries []Entry) error {
 // rejected: the collector refused the records as invalid; sending them
 // again would fail again.
 func rejected(err error) bool {
-	if s, ok := status.FromError(errors.Unwrap(err)); ok && s.Code() == codes.InvalidArgument {
-		return true
-	}
 	if s, ok := status.FromError(err); ok && s.Code() == codes.InvalidArgument {
-		return true
+		return true // OTLP/gRPC (FromError unwraps the SDK's wrapping)
 	}
+	// OTLP/HTTP: the SDK's error carries the status line, no typed status.
 	return strings.Contains(err.Error(), fmt.Sprintf("%d %s", http.StatusBadRequest, http.StatusText(http.StatusBadRequest)))
 }
 
@@ -339,10 +336,7 @@ func rejected(err error) bool {
 // the SDK sets a record's resource from its LoggerProvider, so each entry
 // goes through a provider of its own pod (cheap: a struct, no goroutine).
 func sdkRecord(ctx context.Context, en Entry, now time.Time) (sdklog.Record, error) {
-	res, err := sdkresource.New(ctx, sdkresource.WithAttributes(en.Resource...), sdkresource.WithSchemaURL(""))
-	if err != nil {
-		return sdklog.Record{}, fmt.Errorf("OTLP resource of %s: %w", en.ID, err)
-	}
+	res := sdkresource.NewSchemaless(en.Resource...)
 	c := &capture{}
 	lp := sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(c),
 		sdklog.WithAttributeCountLimit(-1), sdklog.WithAttributeValueLengthLimit(-1))

@@ -3,6 +3,7 @@ package otlp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -181,6 +182,22 @@ func TestLogsURL(t *testing.T) {
 	} {
 		if got := logsURL(in); got != want {
 			t.Errorf("logsURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestRejected: an invalid batch is told from a failure worth retrying,
+// through the SDK's wrapping.
+func TestRejected(t *testing.T) {
+	for err, want := range map[error]bool{
+		fmt.Errorf("exporting: %w", status.Error(codes.InvalidArgument, "bad")):        true,
+		fmt.Errorf("exporting: %w", status.Error(codes.Unavailable, "down")):           false,
+		errors.New("failed to send logs to http://c/v1/logs: 400 Bad Request"):         true,
+		errors.New("failed to send logs to http://c/v1/logs: 503 Service Unavailable"): false,
+		errors.New("dial tcp 127.0.0.1:4317: connect: connection refused"):             false,
+	} {
+		if got := rejected(err); got != want {
+			t.Errorf("rejected(%v) = %v, want %v", err, got, want)
 		}
 	}
 }

@@ -67,8 +67,8 @@ func Termination(t correlate.Termination) Entry {
 		e.Resource = append(e.Resource, attribute.String("k8s.container.name", t.Container))
 	}
 	e.Attrs = append(e.Attrs, attribute.String(AttrRecordID, e.ID), attribute.String(attrPrefix+"record.kind", "termination"))
-	e.Attrs = append(e.Attrs, flatten("counts", t.Counts)...)
-	e.Attrs = append(e.Attrs, flatten("marks", t.Marks)...)
+	e.Attrs = append(e.Attrs, flatten(attrPrefix+"counts.", t.Counts)...)
+	e.Attrs = append(e.Attrs, flatten(attrPrefix+"marks.", t.Marks)...)
 	e.Attrs = append(e.Attrs, attribute.Int64(attrPrefix+"grace_period_ms", t.GracePeriod.Milliseconds()),
 		attribute.Int64(attrPrefix+"exit_code", int64(t.ExitCode)), attribute.Bool(attrPrefix+"partial", t.Partial))
 	if t.PodIP.IsValid() {
@@ -96,8 +96,8 @@ func Startup(s correlate.Startup, node string) Entry {
 	e := Entry{ID: StartupID(s), EventName: EventStartup, Time: s.Marks.WindowEnd,
 		Resource: resource(s.Workload, s.Pod, s.PodUID, node)}
 	e.Attrs = append(e.Attrs, attribute.String(AttrRecordID, e.ID), attribute.String(attrPrefix+"record.kind", "startup"))
-	e.Attrs = append(e.Attrs, flatten("counts", s.Counts)...)
-	e.Attrs = append(e.Attrs, flatten("marks", s.Marks)...)
+	e.Attrs = append(e.Attrs, flatten(attrPrefix+"counts.", s.Counts)...)
+	e.Attrs = append(e.Attrs, flatten(attrPrefix+"marks.", s.Marks)...)
 	e.Attrs = append(e.Attrs, attribute.Bool(attrPrefix+"partial", s.Partial))
 	e.Attrs = append(e.Attrs, diagnoses(s.Diagnoses)...)
 	e.Body = body("startup", s.Workload, s.Pod, s.Counts)
@@ -137,10 +137,10 @@ var workloadKey = map[string]string{
 	"CronJob":     "k8s.cronjob.name",
 }
 
-// flatten turns a struct of counts or marks into attributes by its JSON
-// names: numbers as integers, times as RFC 3339 strings; zero times (marks
+// flatten turns a struct of counts or marks into attributes named prefix
+// and its JSON names: numbers as integers, times as RFC 3339 strings; zero times (marks
 // not reached) are left out, as the API leaves them.
-func flatten(group string, v any) []attribute.KeyValue {
+func flatten(prefix string, v any) []attribute.KeyValue {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil
@@ -156,7 +156,7 @@ func flatten(group string, v any) []attribute.KeyValue {
 	sort.Strings(keys)
 	var out []attribute.KeyValue
 	for _, k := range keys {
-		name := attrPrefix + group + "." + k
+		name := prefix + k
 		switch x := m[k].(type) {
 		case float64:
 			out = append(out, attribute.Int64(name, int64(x)))
@@ -195,7 +195,7 @@ func body(kind string, w collector.Workload, pod string, counts any) string {
 	var nonzero []string
 	for _, kv := range flatten("", counts) {
 		if kv.Value.AsInt64() != 0 {
-			nonzero = append(nonzero, strings.TrimPrefix(string(kv.Key), attrPrefix+".")+"="+kv.Value.Emit())
+			nonzero = append(nonzero, string(kv.Key)+"="+kv.Value.Emit())
 		}
 	}
 	s := "drainwatch " + kind + " of " + w.Namespace + "/" + pod

@@ -224,6 +224,13 @@ func terminationsTotal(d *nodeDaemon) float64 {
 // counterSum sums a counter of the daemon over its series of namespace ns
 // (every namespace when ns is ""); -1 when the registry cannot be read.
 func counterSum(d *nodeDaemon, name, ns string) float64 {
+	return counterWith(d, name, "namespace", ns)
+}
+
+// counterWith sums a counter of the daemon over its series whose label is
+// value (every series when value is ""); -1 when the registry cannot be
+// read.
+func counterWith(d *nodeDaemon, name, label, value string) float64 {
 	mfs, err := d.Metrics().Registry().Gather()
 	if err != nil {
 		return -1
@@ -234,8 +241,8 @@ func counterSum(d *nodeDaemon, name, ns string) float64 {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if ns == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
-				return l.GetName() == "namespace" && l.GetValue() == ns
+			if value == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+				return l.GetName() == label && l.GetValue() == value
 			}) {
 				n += m.GetCounter().GetValue()
 			}

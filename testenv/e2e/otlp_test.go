@@ -2,12 +2,10 @@ package e2e_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -103,8 +101,8 @@ func TestOTLPExport(t *testing.T) {
 	pods = otlpRollout(ctx, t, c, d, ns, old, true, routerRefused)
 	expectTerminations(d, old)
 	expectStartups(d, pods)
-	failures := otlpCounter(t, d, "drainwatch_otlp_export_failures_total", "")
-	if failures == 0 {
+	failures := counterWith(d, "drainwatch_otlp_export_failures_total", "", "")
+	if failures <= 0 {
 		t.Fatal("no export failed while the collector was down")
 	}
 	if err := col.Restart(ctx); err != nil {
@@ -132,16 +130,16 @@ func TestOTLPExport(t *testing.T) {
 	d.stop()
 	d = startDaemonWith(t, c.RestConfig, node, state, "", withOTLP(otlp.ProtocolGRPC, col.GRPCAddr(), time.Millisecond))
 	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
-		return otlpCounter(t, d, "drainwatch_otlp_records_dropped_total", otlp.DropExpired) >= float64(expired), nil
+		return counterWith(d, "drainwatch_otlp_records_dropped_total", "reason", otlp.DropExpired) >= float64(expired), nil
 	})
 	if err != nil {
-		t.Fatalf("dropped (expired) %v, want %d: %v", otlpCounter(t, d, "drainwatch_otlp_records_dropped_total", otlp.DropExpired), expired, err)
+		t.Fatalf("dropped (expired) %v, want %d: %v", counterWith(d, "drainwatch_otlp_records_dropped_total", "reason", otlp.DropExpired), expired, err)
 	}
 	if err := col.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second) // the exporter's retry (at most 1 s) finds nothing to send
-	if got := otlpCounter(t, d, "drainwatch_otlp_records_dropped_total", otlp.DropExpired); got != float64(expired) {
+	if got := counterWith(d, "drainwatch_otlp_records_dropped_total", "reason", otlp.DropExpired); got != float64(expired) {
 		t.Errorf("dropped (expired) %v, want %d (the last rollout's 2 terminations and 2 startups)", got, expired)
 	}
 
@@ -254,35 +252,4 @@ func checkOTLPLogs(t *testing.T, logs []otelcol.Log, sent map[string]bool, route
 	if terms != 4 || starts != 6 {
 		t.Errorf("%d terminations and %d startups, want 4 and 6 (two rollouts of 2 pods, and the first deploy's startups)", terms, starts)
 	}
-}
-
-// otlpCounter reads one of the daemon's OTLP counters (label reason when
-// set).
-func otlpCounter(t *testing.T, d *nodeDaemon, name, reason string) float64 {
-	t.Helper()
-	mfs, err := d.Metrics().Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if reason == "" || labelIs(m.GetLabel(), "reason", reason) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	t.Fatalf("%s%s not served", name, fmt.Sprintf("{reason=%q}", reason))
-	return 0
-}
-
-func labelIs(ls []*dto.LabelPair, name, value string) bool {
-	for _, l := range ls {
-		if l.GetName() == name {
-			return l.GetValue() == value
-		}
-	}
-	return false
 }

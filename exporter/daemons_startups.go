@@ -81,6 +81,32 @@ func daemonNotFound(err error) bool {
 	})
 }
 
+// QueryStartups asks every daemon, at most QueryParallelism at once, for
+// the startups matching f alone (QueryTimeline asks for the terminations
+// first) and merges them by creation. Errors are *DaemonError, in the order
+// of ds; a daemon too old to serve startups is one (ErrStartupsNotServed).
+// truncated names the daemons whose list held only their latest.
+func QueryStartups(ctx context.Context, ds []Daemon, f Filter) (startups []StartupView, truncated []string, failed []error) {
+	lists := make([]StartupList, len(ds))
+	errs := make([]error, len(ds))
+	eachDaemon(ds, func(i int, d Daemon) { lists[i], errs[i] = d.Startups(ctx, f.Query()) })
+	startups = []StartupView{}
+	for i, d := range ds {
+		if errs[i] != nil {
+			failed = append(failed, &DaemonError{Daemon: d.Name(), Err: errs[i]})
+			continue
+		}
+		for _, s := range lists[i].Startups {
+			startups = append(startups, StartupView{Startup: s, Daemon: d.Name()})
+		}
+		if lists[i].Truncated {
+			truncated = append(truncated, d.Name())
+		}
+	}
+	sortStartups(startups)
+	return startups, truncated, failed
+}
+
 // sortStartups orders the merged startups of several daemons by their
 // origin (the pod's creation), then namespace, pod and uid: the oldest
 // first, as the terminations are listed.

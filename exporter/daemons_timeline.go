@@ -56,13 +56,23 @@ func QueryTimeline(ctx context.Context, ds []Daemon, f Filter, startups bool) (T
 	var failed []error
 	for i, a := range answers {
 		if err := tl.add(ds[i].Name(), a); err != nil {
-			failed = append(failed, fmt.Errorf("daemon %s: %w", ds[i].Name(), err))
+			failed = append(failed, &DaemonError{Daemon: ds[i].Name(), Err: err})
 		}
 	}
 	sortViews(tl.Terminations)
 	sortStartups(tl.Startups)
 	return tl, failed
 }
+
+// DaemonError is a daemon that did not answer: the errors QueryTimeline,
+// QueryDaemons and QueryStartups return.
+type DaemonError struct {
+	Daemon string // its Name
+	Err    error
+}
+
+func (e *DaemonError) Error() string { return fmt.Sprintf("daemon %s: %v", e.Daemon, e.Err) }
+func (e *DaemonError) Unwrap() error { return e.Err }
 
 // daemonAnswer is one daemon's answers, the terminations' and the
 // startups' errors apart.

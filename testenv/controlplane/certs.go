@@ -18,14 +18,23 @@ import (
 )
 
 // credentials are the files the API server and its clients share: a CA, the
-// API server's serving certificate, the service-account signing key and an
-// admin token (group system:masters) in a static token file.
+// API server's serving certificate, the service-account signing key, an
+// admin token (group system:masters) in a static token file, and the front
+// proxy's CA and client certificate (kubeadm's front-proxy-ca and
+// front-proxy-client), which the aggregator presents to aggregated API
+// servers.
 type credentials struct {
 	CACert, ServingCert, ServingKey string // paths
 	SAKey, SAPub, TokenFile         string // paths
+	FrontProxyCA                    string // path
+	ProxyClientCert, ProxyClientKey string // paths
 	Token                           string
 	caPEM                           []byte
 }
+
+// FrontProxyClient is the front proxy's client certificate's common name,
+// the API server's --requestheader-allowed-names.
+const FrontProxyClient = "front-proxy-client"
 
 // writeCredentials generates all credentials into dir.
 func writeCredentials(dir string) (*credentials, error) {
@@ -33,6 +42,8 @@ func writeCredentials(dir string) (*credentials, error) {
 		CACert: filepath.Join(dir, "ca.crt"), ServingCert: filepath.Join(dir, "apiserver.crt"),
 		ServingKey: filepath.Join(dir, "apiserver.key"), SAKey: filepath.Join(dir, "sa.key"),
 		SAPub: filepath.Join(dir, "sa.pub"), TokenFile: filepath.Join(dir, "tokens.csv"),
+		FrontProxyCA: filepath.Join(dir, "front-proxy-ca.crt"), ProxyClientCert: filepath.Join(dir, "front-proxy-client.crt"),
+		ProxyClientKey: filepath.Join(dir, "front-proxy-client.key"),
 	}
 	caKey, caCert, err := writeCA(c.CACert)
 	if err != nil {
@@ -43,6 +54,9 @@ func writeCredentials(dir string) (*credentials, error) {
 		return nil, err
 	}
 	if err := writeSAKeys(c.SAKey, c.SAPub); err != nil {
+		return nil, err
+	}
+	if err := writeFrontProxy(c); err != nil {
 		return nil, err
 	}
 	tok := make([]byte, 16)
@@ -98,6 +112,35 @@ func writeServing(c *credentials, caKey *ecdsa.PrivateKey, ca *x509.Certificate)
 		return fmt.Errorf("writing serving certificate: %w", err)
 	}
 	return os.WriteFile(c.ServingKey, pemBlock("EC PRIVATE KEY", keyDER), 0o600)
+}
+
+// writeFrontProxy writes the front proxy's own CA (not the cluster's: a
+// client certificate of the cluster's CA must not be able to assert
+// identities) and its client certificate.
+func writeFrontProxy(c *credentials) error {
+	caKey, ca, err := writeCA(c.FrontProxyCA)
+	if err != nil {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("generating the front proxy's key: %w", err)
+	}
+	tmpl := certTemplate(FrontProxyClient)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("signing the front proxy's certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("encoding the front proxy's key: %w", err)
+	}
+	if err := os.WriteFile(c.ProxyClientCert, pemBlock("CERTIFICATE", der), 0o644); err != nil {
+		return fmt.Errorf("writing the front proxy's certificate: %w", err)
+	}
+	return os.WriteFile(c.ProxyClientKey, pemBlock("EC PRIVATE KEY", keyDER), 0o600)
 }
 
 func writeSAKeys(keyPath, pubPath string) error {

@@ -70,6 +70,13 @@ func (cp *ControlPlane) startAPIServer(c *credentials, etcdURL string) error {
 		// honours it like containerd, so the API server keeps the field
 		// unless Config.DisableContainerStopSignals turns the gate off.
 		"--feature-gates", cp.gates,
+		// The front proxy as kubeadm configures it: the aggregator
+		// authenticates to aggregated API servers with this client
+		// certificate and names the user in these headers.
+		"--requestheader-client-ca-file", c.FrontProxyCA, "--requestheader-allowed-names", FrontProxyClient,
+		"--requestheader-username-headers", "X-Remote-User",
+		"--requestheader-group-headers", "X-Remote-Group", "--requestheader-extra-headers-prefix", "X-Remote-Extra-",
+		"--proxy-client-cert-file", c.ProxyClientCert, "--proxy-client-key-file", c.ProxyClientKey,
 		"--watch-cache=true", "--profiling=false"}
 	return cp.run(apiServer, cp.apiArgs...)
 }

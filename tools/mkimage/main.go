@@ -33,11 +33,12 @@ func (b binFlags) Set(v string) error {
 }
 
 func main() {
-	bins := binFlags{}
+	bins, apiservers := binFlags{}, binFlags{}
 	c := oci.Config{}
 	var created int64
 	var out, repo string
 	flag.Var(bins, "bin", "ARCH=PATH of a static linux binary (repeatable)")
+	flag.Var(apiservers, "apiserver-bin", "ARCH=PATH of its drainwatch-apiserver (repeatable)")
 	flag.StringVar(&c.Version, "version", "dev", "image version label and tag")
 	flag.StringVar(&c.Revision, "revision", "", "git commit of the build")
 	flag.StringVar(&c.Source, "source", "https://github.com/drainwatch/drainwatch", "source repository URL")
@@ -45,7 +46,7 @@ func main() {
 	flag.StringVar(&out, "out", "bin", "output directory")
 	flag.StringVar(&repo, "repo", "ghcr.io/drainwatch/drainwatch", "image repository the layout names")
 	flag.Parse()
-	c.Binaries, c.Created = bins, time.Unix(created, 0)
+	c.Binaries, c.APIServers, c.Created = bins, apiservers, time.Unix(created, 0)
 	if err := run(c, out, repo+":"+c.Version); err != nil {
 		fmt.Fprintln(os.Stderr, "mkimage:", err)
 		os.Exit(1)

@@ -30,10 +30,16 @@ import (
 // BinaryPath is where the image holds the daemon, and its entrypoint.
 const BinaryPath = "/usr/bin/drainwatch"
 
+// APIServerPath is where the image holds drainwatch-apiserver (the chart's
+// apiServer Deployment runs it as its command).
+const APIServerPath = "/usr/bin/drainwatch-apiserver"
+
 // Config is what an image is made of. Binaries maps a GOARCH to the path of
-// a static linux binary built for it; every other field is metadata.
+// a static linux binary built for it, APIServers (optional) to the path of
+// its drainwatch-apiserver; every other field is metadata.
 type Config struct {
-	Binaries map[string]string
+	Binaries   map[string]string
+	APIServers map[string]string
 	Version  string // org.opencontainers.image.version
 	Revision string // org.opencontainers.image.revision (git commit)
 	Source   string // org.opencontainers.image.source (repository URL)
@@ -89,7 +95,13 @@ func BuildImage(c Config, arch string) (v1.Image, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the %s binary: %w", arch, err)
 	}
-	layerTar, err := rootfs(bin, c.Created)
+	var apiserver []byte
+	if path, ok := c.APIServers[arch]; ok {
+		if apiserver, err = os.ReadFile(path); err != nil {
+			return nil, fmt.Errorf("reading the %s drainwatch-apiserver: %w", arch, err)
+		}
+	}
+	layerTar, err := rootfs(bin, apiserver, c.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -142,10 +154,11 @@ const (
 	Group  = "root:x:0:\nnonroot:x:65532:\n"
 )
 
-// rootfs is the layer's tar: directories, passwd, group and the binary,
-// every entry owned by root with the fixed mtime.
-func rootfs(bin []byte, mtime time.Time) ([]byte, error) {
-	return Layer([]Entry{
+// rootfs is the layer's tar: directories, passwd, group and the binaries
+// (drainwatch-apiserver when given), every entry owned by root with the
+// fixed mtime.
+func rootfs(bin, apiserver []byte, mtime time.Time) ([]byte, error) {
+	entries := []Entry{
 		{Name: "etc/", Mode: 0o755, Dir: true},
 		{Name: "etc/group", Mode: 0o644, Data: []byte(Group)},
 		{Name: "etc/passwd", Mode: 0o644, Data: []byte(Passwd)},
@@ -155,10 +168,15 @@ func rootfs(bin []byte, mtime time.Time) ([]byte, error) {
 		{Name: "usr/", Mode: 0o755, Dir: true},
 		{Name: "usr/bin/", Mode: 0o755, Dir: true},
 		{Name: "usr/bin/drainwatch", Mode: 0o755, Data: bin},
-		{Name: "var/", Mode: 0o755, Dir: true},
-		{Name: "var/lib/", Mode: 0o755, Dir: true},
-		{Name: "var/lib/drainwatch/", Mode: 0o700, Dir: true},
-	}, mtime)
+	}
+	if apiserver != nil {
+		entries = append(entries, Entry{Name: "usr/bin/drainwatch-apiserver", Mode: 0o755, Data: apiserver})
+	}
+	return Layer(append(entries,
+		Entry{Name: "var/", Mode: 0o755, Dir: true},
+		Entry{Name: "var/lib/", Mode: 0o755, Dir: true},
+		Entry{Name: "var/lib/drainwatch/", Mode: 0o700, Dir: true},
+	), mtime)
 }
 
 // Entry is one file or directory of a layer.

@@ -19,7 +19,15 @@ for arch in "$@"; do
     head -n 5 "$out/linux_$arch.build.log" | sed 's/^/image:   /' >&2
     exit 1
   fi
-  bins+=(--bin "$arch=$dst")
+  api=$out/linux_$arch/drainwatch-apiserver
+  if ! CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$go" build -trimpath \
+       -ldflags "-s -w -X github.com/drainwatch/drainwatch/exporter.Version=$version" \
+       -o "$api" ./cmd/drainwatch-apiserver 2>"$out/linux_$arch.apiserver.build.log"; then
+    echo "image: drainwatch-apiserver for linux/$arch does not build (log: $out/linux_$arch.apiserver.build.log):" >&2
+    head -n 5 "$out/linux_$arch.apiserver.build.log" | sed 's/^/image:   /' >&2
+    exit 1
+  fi
+  bins+=(--bin "$arch=$dst" --apiserver-bin "$arch=$api")
 done
 created=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || echo 0)}
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)

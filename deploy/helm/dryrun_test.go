@@ -38,7 +38,9 @@ func TestServerSideDryRun(t *testing.T) {
 	// The default rendering's objects are the kustomize base's but the
 	// Namespace, plus the generated TLS Secret; the recommended values add
 	// the PodMonitor and its scraper's ServiceAccount, token Secret and
-	// binding; the full values (their own TLS Secret) add the PodMonitor,
+	// binding, and drainwatch-apiserver's 11 objects (its TLS Secret,
+	// ServiceAccount, 4 bindings and a Role, the viewer ClusterRole, the
+	// Deployment, Service and APIService); the full values (their own TLS Secret) add the PodMonitor,
 	// the scraper, the PrometheusRule and the dashboard's ConfigMap; the
 	// overlay is the base's with the PodMonitor, the scraper and the
 	// PrometheusRule.
@@ -61,7 +63,7 @@ func TestServerSideDryRun(t *testing.T) {
 			}
 		}
 		out = strings.Join(lines, "\n")
-		want := map[string]int{"default": 9, "full": 15, "recommended": 13, "kustomize overlay": 14}[name]
+		want := map[string]int{"default": 9, "full": 15, "recommended": 24, "kustomize overlay": 14}[name]
 		if n := strings.Count(out, "(server dry run)"); n != want || strings.Count(out, "\n")+1 != want {
 			t.Errorf("%s: %d objects passed the dry run, want %d:\n%s", name, n, want, out)
 		}

@@ -23,9 +23,9 @@ type StartupList struct {
 	Truncated bool                `json:"truncated,omitempty"`
 }
 
-// matchStartup applies a termination filter to a startup; since keeps the
+// MatchStartup applies a termination filter to a startup; since keeps the
 // startups whose window ended at or after it (or is still open).
-func (f Filter) matchStartup(s correlate.Startup) bool {
+func (f Filter) MatchStartup(s correlate.Startup) bool {
 	return f.matchPod(s.Workload, s.Pod) && (f.Since.IsZero() || !s.Complete || !s.Marks.WindowEnd.Before(f.Since))
 }
 
@@ -43,7 +43,7 @@ func (s *Server) listStartups(w http.ResponseWriter, r *http.Request) {
 	list := StartupList{Startups: []correlate.Startup{}}
 	all := s.startups.Startups()
 	for i := len(all) - 1; i >= 0; i-- { // newest first
-		if !f.matchStartup(all[i]) {
+		if !f.MatchStartup(all[i]) {
 			continue
 		}
 		if len(list.Startups) == p.Limit {

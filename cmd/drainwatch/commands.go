@@ -23,6 +23,7 @@ var commands = []command{
 	{name: "advise", flags: func(w io.Writer) *flag.FlagSet {
 		return adviseFlagSet(&adviseFlags{rule: advise.DefaultRule}, w)
 	}},
+	{name: "rollout", flags: func(w io.Writer) *flag.FlagSet { return rolloutFlagSet(new(rolloutFlags), w) }},
 	{name: "cleanup", flags: func(w io.Writer) *flag.FlagSet { fs, _, _ := cleanupFlagSet(w); return fs }},
 	{name: "doctor", flags: func(w io.Writer) *flag.FlagSet { return doctorFlagSet(new(doctorFlags), w) }},
 	{name: "version"},

@@ -23,6 +23,7 @@ Usage:
   drainwatch trace   [flags]   stream kernel events of a netns, cgroup or pid (no Kubernetes)
   drainwatch timeline [flags]  terminations' timelines and new pods' startups from one or all daemons
   drainwatch advise  [KIND/NAME] [flags]  preStop sleep and grace period from measured routing lag and drain
+  drainwatch rollout KIND/NAME [flags]    one rollout across the cluster: totals per revision, slowest source, diagnoses, advice
   drainwatch cleanup [flags]   detach the eBPF programs a stopped daemon left pinned
   drainwatch doctor  [flags]   check that this node (or pod) can run the daemon, with fixes
   drainwatch version           print the version
@@ -50,6 +51,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return timelineCmd(args[1:], stdout, stderr)
 	case "advise":
 		return adviseCmd(args[1:], stdout, stderr)
+	case "rollout":
+		return rolloutCmd(args[1:], stdout, stderr)
 	case "cleanup":
 		return cleanupCmd(args[1:], stdout, stderr)
 	case "doctor":

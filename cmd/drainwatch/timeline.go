@@ -29,6 +29,7 @@ type timelineFlags struct {
 	interval                        time.Duration
 	token, caFile, serverName       string
 	insecure                        bool
+	via                             string
 }
 
 // urlList is a repeatable (or comma-separated) --url.
@@ -62,7 +63,20 @@ func (f *timelineFlags) daemonFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&f.insecure, "insecure-skip-tls-verify", false, "do not verify the --url daemons' certificate; then no credential is sent, "+
 		"since the peer could be anyone and a token works against the API server too (a daemon run with --auth=kubernetes answers 401): "+
 		"pass --certificate-authority instead")
+	fs.StringVar(&f.via, "via", viaAuto, "without --url, how the daemons are asked: "+
+		"api (the aggregated API drainwatch.io/v1alpha1 that drainwatch-apiserver serves: RBAC on terminations in the namespace, the daemons over TLS), "+
+		"pods (the API server's pod proxy to each daemon, which carries no credential: daemons with --auth=none), "+
+		"or auto (api when the API server serves it, else pods)")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "give up on the daemons after this long")
+}
+
+// checkVia checks --via.
+func (f timelineFlags) checkVia() error {
+	switch f.via {
+	case viaAuto, viaAPI, viaPods:
+		return nil
+	}
+	return fmt.Errorf("--via=%q: want auto, api or pods", f.via)
 }
 
 // timelineFlagSet builds `drainwatch timeline`'s flags into f without parsing
@@ -100,6 +114,9 @@ func parseTimelineFlags(args []string, stderr io.Writer) (timelineFlags, error) 
 		return f, fmt.Errorf("drainwatch timeline takes no arguments, got %q", fs.Args())
 	}
 	if err := checkOutput(f.format); err != nil {
+		return f, err
+	}
+	if err := f.checkVia(); err != nil {
 		return f, err
 	}
 	return f, f.checkURLs()
@@ -178,7 +195,8 @@ func printDaemonErrors(stderr io.Writer, errs []error) {
 	}
 }
 
-// daemons are the --url daemons, else the pods of the DaemonSet.
+// daemons are the --url daemons, else the aggregated API (--via), else
+// the pods of the DaemonSet.
 func (f timelineFlags) daemons(ctx context.Context) ([]exporter.Daemon, error) {
 	if len(f.urls) > 0 {
 		ds := make([]exporter.Daemon, len(f.urls))
@@ -190,6 +208,12 @@ func (f timelineFlags) daemons(ctx context.Context) ([]exporter.Daemon, error) {
 			ds[i] = audienceHint{exporter.URLDaemon(u, client)}
 		}
 		return ds, nil
+	}
+	if f.via != viaPods {
+		ds, err := f.apiDaemons()
+		if err != nil || ds != nil {
+			return ds, err
+		}
 	}
 	client, err := f.kubeClient()
 	if err != nil {

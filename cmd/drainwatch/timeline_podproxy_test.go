@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,10 +46,18 @@ func TestTimelinePodProxyPathProtectsKubeconfig(t *testing.T) {
 	} {
 		kc := filepath.Join(t.TempDir(), "kubeconfig")
 		must(t, writeFile(kc, kubeconfigFor(c.server, c.cluster, "{token: kube-token}")))
-		r := runTimeline("--kubeconfig", kc)
+		r := runTimeline("--kubeconfig", kc, "--via", "pods")
 		if got := c.rec.take(); r.code != 1 || r.stderr != c.stderr || !slices.Equal(got, c.seen) {
 			t.Errorf("server %s%s: exit %d, Authorization headers %q, stderr:\n%s\nwant 1, %q:\n%s", c.server, c.cluster, r.code, got, r.stderr, c.seen, c.stderr)
 		}
+	}
+	// The aggregated API's path: its discovery request refuses the
+	// redirect too.
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	must(t, writeFile(kc, kubeconfigFor(redirecting.URL, ", certificate-authority: "+files.ca, "{token: kube-token}")))
+	r := runTimeline("--kubeconfig", kc, "--via", "api")
+	if got := redirectingRec.take(); r.code != 1 || !strings.Contains(r.stderr, "follows no redirect") || !slices.Equal(got, []string{"Bearer kube-token"}) {
+		t.Errorf("--via api, a redirecting server: exit %d, Authorization headers %q, stderr:\n%s\nwant 1, one token, no redirect followed", r.code, got, r.stderr)
 	}
 	if got := clearRec.take(); len(got) != 0 {
 		t.Errorf("the redirect's http:// target got %d requests (%q), want 0", len(got), got)

@@ -34,7 +34,7 @@ func recordDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDe
 		return spec.Schema{SchemaProps: spec.SchemaProps{Description: desc, Ref: ref(of)}}
 	}
 	objectMeta, listMeta := metav1.ObjectMeta{}.OpenAPIModelName(), metav1.ListMeta{}.OpenAPIModelName()
-	const pkg = "github.com/drainwatch/drainwatch/exporter/apiserver."
+	const pkg = "github.com/drainwatch/drainwatch/exporter/apiserver/v1alpha1."
 	object := func(desc string) spec.Schema {
 		return spec.Schema{SchemaProps: spec.SchemaProps{Type: []string{"object"}, Description: desc},
 			VendorExtensible: spec.VendorExtensible{Extensions: spec.Extensions{"x-kubernetes-preserve-unknown-fields": true}}}

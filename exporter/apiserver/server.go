@@ -1,3 +1,17 @@
+// Package apiserver serves the daemons' records as the aggregated API
+// drainwatch.io/v1alpha1, the way metrics-server serves metrics.k8s.io:
+// the cluster's API server authenticates the user and passes the identity
+// on in its front-proxy headers, this server authorizes each request with
+// the cluster's RBAC (a SubjectAccessReview on terminations or startups in
+// the request's namespace), and asks the daemons, over TLS it verifies,
+// with a token of its own bound to the daemons' audience. So
+// `kubectl get terminations -n shop` works for a user RBAC allows in shop
+// and is refused in any other namespace, and the daemons' ports need not be
+// reachable from anywhere but this server.
+//
+// The records are read-only and held by the daemons: the server stores
+// nothing, every list asks the daemons (at most exporter.QueryParallelism
+// at once) and names the nodes that did not answer.
 package apiserver
 
 import (
@@ -22,6 +36,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/drainwatch/drainwatch/exporter"
+	"github.com/drainwatch/drainwatch/exporter/apiserver/v1alpha1"
 )
 
 var (
@@ -32,7 +47,7 @@ var (
 )
 
 func init() {
-	if err := AddToScheme(Scheme); err != nil {
+	if err := v1alpha1.AddToScheme(Scheme); err != nil {
 		panic(err)
 	}
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
@@ -174,13 +189,13 @@ func New(o *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := genericapiserver.NewDefaultAPIGroupInfo(GroupName, Scheme, metav1.ParameterCodec, Codecs)
-	info.VersionedResourcesStorageMap[SchemeGroupVersion.Version] = map[string]rest.Storage{
+	info := genericapiserver.NewDefaultAPIGroupInfo(v1alpha1.GroupName, Scheme, metav1.ParameterCodec, Codecs)
+	info.VersionedResourcesStorageMap[v1alpha1.SchemeGroupVersion.Version] = map[string]rest.Storage{
 		"terminations": terminations{daemons: daemons, resource: resource{singular: "termination"}},
 		"startups":     startups{daemons: daemons, resource: resource{singular: "startup"}},
 	}
 	if err := generic.InstallAPIGroup(&info); err != nil {
-		return nil, fmt.Errorf("installing %s: %w", SchemeGroupVersion, err)
+		return nil, fmt.Errorf("installing %s: %w", v1alpha1.SchemeGroupVersion, err)
 	}
 	// Ready once the daemons' EndpointSlices are listed: before that every
 	// list would name no daemon.

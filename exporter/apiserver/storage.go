@@ -25,6 +25,7 @@ import (
 	"github.com/drainwatch/drainwatch/collector"
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/exporter"
+	"github.com/drainwatch/drainwatch/exporter/apiserver/v1alpha1"
 )
 
 // query is what one list asks the daemons: the filter they apply, the
@@ -54,13 +55,13 @@ func newQuery(ctx context.Context, opts *metainternalversion.ListOptions) (query
 				continue
 			}
 			switch r.Key() {
-			case LabelWorkload:
+			case v1alpha1.LabelWorkload:
 				q.filter.Workload = v
-			case LabelRevision:
+			case v1alpha1.LabelRevision:
 				q.filter.Revision = v
-			case LabelPod:
+			case v1alpha1.LabelPod:
 				q.filter.Pod = v
-			case LabelNode:
+			case v1alpha1.LabelNode:
 				q.nodes = []string{v}
 			}
 		}
@@ -105,17 +106,17 @@ func matches(opts *metainternalversion.ListOptions, q query, m metav1.ObjectMeta
 // unanswered turns the daemons' errors into NodeErrors and a warning
 // kubectl prints; a node named by the selector without a daemon is one
 // too.
-func unanswered(ctx context.Context, errs []error, missing []string, asked int) []NodeError {
-	var out []NodeError
+func unanswered(ctx context.Context, errs []error, missing []string, asked int) []v1alpha1.NodeError {
+	var out []v1alpha1.NodeError
 	for _, n := range missing {
-		out = append(out, NodeError{Node: n, Error: "no drainwatch daemon on this node"})
+		out = append(out, v1alpha1.NodeError{Node: n, Error: "no drainwatch daemon on this node"})
 	}
 	for _, err := range errs {
 		var de *exporter.DaemonError
 		if errors.As(err, &de) {
-			out = append(out, NodeError{Node: de.Daemon, Error: de.Err.Error()})
+			out = append(out, v1alpha1.NodeError{Node: de.Daemon, Error: de.Err.Error()})
 		} else {
-			out = append(out, NodeError{Error: err.Error()})
+			out = append(out, v1alpha1.NodeError{Error: err.Error()})
 		}
 	}
 	if len(out) > 0 {
@@ -151,9 +152,9 @@ func objectName(pod, uid, container string, start time.Time) string {
 
 // objectLabels are a record's labels.
 func objectLabels(w collector.Workload, pod, node, container string) map[string]string {
-	l := map[string]string{LabelPod: pod}
-	for k, v := range map[string]string{LabelWorkloadKind: w.Kind, LabelWorkload: w.Name, LabelRevision: w.Revision,
-		LabelNode: node, LabelContainer: container} {
+	l := map[string]string{v1alpha1.LabelPod: pod}
+	for k, v := range map[string]string{v1alpha1.LabelWorkloadKind: w.Kind, v1alpha1.LabelWorkload: w.Name, v1alpha1.LabelRevision: w.Revision,
+		v1alpha1.LabelNode: node, v1alpha1.LabelContainer: container} {
 		if v != "" {
 			l[k] = v
 		}
@@ -162,10 +163,10 @@ func objectLabels(w collector.Workload, pod, node, container string) map[string]
 }
 
 // terminationObject is a daemon's termination as an API object.
-func terminationObject(v exporter.TerminationView) Termination {
+func terminationObject(v exporter.TerminationView) v1alpha1.Termination {
 	t := v.Termination
-	return Termination{
-		TypeMeta: metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: "Termination"},
+	return v1alpha1.Termination{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Termination"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: objectName(t.Pod, t.PodUID, t.Container, t.Start()), Namespace: t.Workload.Namespace,
 			CreationTimestamp: metav1.NewTime(t.Start()), Labels: objectLabels(t.Workload, t.Pod, t.Node, t.Container),
@@ -176,11 +177,11 @@ func terminationObject(v exporter.TerminationView) Termination {
 
 // startupObject is a daemon's startup as an API object; the node is the
 // daemon's that answered.
-func startupObject(v exporter.StartupView) Startup {
+func startupObject(v exporter.StartupView) v1alpha1.Startup {
 	s := v.Startup
 	created := s.Marks.Created
-	return Startup{
-		TypeMeta: metav1.TypeMeta{APIVersion: SchemeGroupVersion.String(), Kind: "Startup"},
+	return v1alpha1.Startup{
+		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Startup"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: objectName(s.Pod, s.PodUID, "", time.Time{}), Namespace: s.Workload.Namespace,
 			CreationTimestamp: metav1.NewTime(created), Labels: objectLabels(s.Workload, s.Pod, v.Daemon, ""),
@@ -201,8 +202,8 @@ type resource struct{ singular string }
 func (resource) NamespaceScoped() bool       { return true }
 func (resource) Destroy()                    {}
 func (r resource) GetSingularName() string   { return r.singular }
-func (terminations) New() runtime.Object     { return &Termination{} }
-func (terminations) NewList() runtime.Object { return &TerminationList{} }
+func (terminations) New() runtime.Object     { return &v1alpha1.Termination{} }
+func (terminations) NewList() runtime.Object { return &v1alpha1.TerminationList{} }
 
 var (
 	_ rest.Storage              = terminations{}
@@ -227,7 +228,7 @@ func (s terminations) List(ctx context.Context, opts *metainternalversion.ListOp
 	if len(ds) > 0 && len(errs) == len(ds) {
 		return nil, noneAnswered(Resource("terminations"), errs)
 	}
-	list := &TerminationList{Items: []Termination{}}
+	list := &v1alpha1.TerminationList{Items: []v1alpha1.Termination{}}
 	for _, v := range views {
 		if o := terminationObject(v); matches(opts, q, o.ObjectMeta) {
 			list.Items = append(list.Items, o)
@@ -243,7 +244,7 @@ func (s terminations) Get(ctx context.Context, name string, _ *metav1.GetOptions
 	if err != nil {
 		return nil, err
 	}
-	list := obj.(*TerminationList)
+	list := obj.(*v1alpha1.TerminationList)
 	if len(list.Items) == 0 {
 		return nil, notFound(Resource("terminations"), name, list.Unanswered)
 	}
@@ -256,8 +257,8 @@ type startups struct {
 	resource
 }
 
-func (startups) New() runtime.Object     { return &Startup{} }
-func (startups) NewList() runtime.Object { return &StartupList{} }
+func (startups) New() runtime.Object     { return &v1alpha1.Startup{} }
+func (startups) NewList() runtime.Object { return &v1alpha1.StartupList{} }
 
 var (
 	_ rest.Lister = startups{}
@@ -279,7 +280,7 @@ func (s startups) List(ctx context.Context, opts *metainternalversion.ListOption
 	if len(ds) > 0 && len(errs) == len(ds) {
 		return nil, noneAnswered(Resource("startups"), errs)
 	}
-	list := &StartupList{Items: []Startup{}, Truncated: truncated}
+	list := &v1alpha1.StartupList{Items: []v1alpha1.Startup{}, Truncated: truncated}
 	for _, v := range views {
 		if o := startupObject(v); matches(opts, q, o.ObjectMeta) {
 			list.Items = append(list.Items, o)
@@ -298,7 +299,7 @@ func (s startups) Get(ctx context.Context, name string, _ *metav1.GetOptions) (r
 	if err != nil {
 		return nil, err
 	}
-	list := obj.(*StartupList)
+	list := obj.(*v1alpha1.StartupList)
 	if len(list.Items) == 0 {
 		return nil, notFound(Resource("startups"), name, list.Unanswered)
 	}
@@ -312,7 +313,7 @@ func nameOptions(name string) *metainternalversion.ListOptions {
 	if pod, _, ok := strings.Cut(name, "."); ok {
 		// A pod name may hold dots itself; only one without narrows.
 		if strings.Count(name, ".") == 1 || strings.Count(name, ".") == 3 {
-			r, err := labels.NewRequirement(LabelPod, selection.Equals, []string{pod})
+			r, err := labels.NewRequirement(v1alpha1.LabelPod, selection.Equals, []string{pod})
 			if err == nil {
 				sel = labels.NewSelector().Add(*r)
 			}
@@ -323,7 +324,7 @@ func nameOptions(name string) *metainternalversion.ListOptions {
 
 // notFound is a 404, or a 503 when a node did not answer: the record may
 // be on it.
-func notFound(gr schema.GroupResource, name string, missing []NodeError) error {
+func notFound(gr schema.GroupResource, name string, missing []v1alpha1.NodeError) error {
 	if len(missing) > 0 {
 		nodes := make([]string, 0, len(missing))
 		for _, m := range missing {
@@ -336,7 +337,9 @@ func notFound(gr schema.GroupResource, name string, missing []NodeError) error {
 }
 
 // Resource is a resource of the API group.
-func Resource(name string) schema.GroupResource { return SchemeGroupVersion.WithResource(name).GroupResource() }
+func Resource(name string) schema.GroupResource {
+	return v1alpha1.SchemeGroupVersion.WithResource(name).GroupResource()
+}
 
 // The table columns of kubectl get.
 var (
@@ -367,11 +370,11 @@ var (
 
 // ConvertToTable is what kubectl get prints.
 func (terminations) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
-	var items []Termination
+	var items []v1alpha1.Termination
 	switch o := obj.(type) {
-	case *Termination:
-		items = []Termination{*o}
-	case *TerminationList:
+	case *v1alpha1.Termination:
+		items = []v1alpha1.Termination{*o}
+	case *v1alpha1.TerminationList:
 		items = o.Items
 	default:
 		return nil, fmt.Errorf("not a termination: %T", obj)
@@ -392,11 +395,11 @@ func (terminations) ConvertToTable(_ context.Context, obj runtime.Object, _ runt
 
 // ConvertToTable is what kubectl get prints.
 func (startups) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.Object) (*metav1.Table, error) {
-	var items []Startup
+	var items []v1alpha1.Startup
 	switch o := obj.(type) {
-	case *Startup:
-		items = []Startup{*o}
-	case *StartupList:
+	case *v1alpha1.Startup:
+		items = []v1alpha1.Startup{*o}
+	case *v1alpha1.StartupList:
 		items = o.Items
 	default:
 		return nil, fmt.Errorf("not a startup: %T", obj)
@@ -405,7 +408,7 @@ func (startups) ConvertToTable(_ context.Context, obj runtime.Object, _ runtime.
 	for i := range items {
 		r := items[i].Record
 		t.Rows = append(t.Rows, metav1.TableRow{
-			Cells: []any{items[i].Name, items[i].Labels[LabelNode], workloadName(r.Workload), r.Workload.Revision,
+			Cells: []any{items[i].Name, items[i].Labels[v1alpha1.LabelNode], workloadName(r.Workload), r.Workload.Revision,
 				r.Counts.RefusedBeforeReady, r.Counts.RefusedAfterReady, r.Counts.ResetAfterReady, r.Complete,
 				age(items[i].CreationTimestamp)},
 			Object: runtime.RawExtension{Object: &items[i]},

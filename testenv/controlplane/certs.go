@@ -45,7 +45,7 @@ func writeCredentials(dir string) (*credentials, error) {
 		FrontProxyCA: filepath.Join(dir, "front-proxy-ca.crt"), ProxyClientCert: filepath.Join(dir, "front-proxy-client.crt"),
 		ProxyClientKey: filepath.Join(dir, "front-proxy-client.key"),
 	}
-	caKey, caCert, err := writeCA(c.CACert)
+	caKey, caCert, err := writeCA(c.CACert, "drainwatch-testenv-ca")
 	if err != nil {
 		return nil, err
 	}
@@ -71,12 +71,12 @@ func writeCredentials(dir string) (*credentials, error) {
 	return c, nil
 }
 
-func writeCA(path string) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+func writeCA(path, cn string) (*ecdsa.PrivateKey, *x509.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generating CA key: %w", err)
 	}
-	tmpl := certTemplate("drainwatch-testenv-ca")
+	tmpl := certTemplate(cn)
 	tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
 	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
@@ -118,7 +118,7 @@ func writeServing(c *credentials, caKey *ecdsa.PrivateKey, ca *x509.Certificate)
 // client certificate of the cluster's CA must not be able to assert
 // identities) and its client certificate.
 func writeFrontProxy(c *credentials) error {
-	caKey, ca, err := writeCA(c.FrontProxyCA)
+	caKey, ca, err := writeCA(c.FrontProxyCA, "drainwatch-testenv-front-proxy-ca")
 	if err != nil {
 		return err
 	}

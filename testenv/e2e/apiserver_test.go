@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -38,8 +39,10 @@ import (
 	"github.com/drainwatch/drainwatch/correlate"
 	"github.com/drainwatch/drainwatch/daemon"
 	"github.com/drainwatch/drainwatch/exporter/apiserver"
+	"github.com/drainwatch/drainwatch/exporter/apiserver/v1alpha1"
 	"github.com/drainwatch/drainwatch/testenv/cluster"
 	"github.com/drainwatch/drainwatch/testenv/controlplane"
+	"github.com/drainwatch/drainwatch/testenv/gobuild"
 	"github.com/drainwatch/drainwatch/testenv/netlab"
 	"github.com/drainwatch/drainwatch/testenv/privileged"
 	"github.com/drainwatch/drainwatch/testenv/workload"
@@ -70,6 +73,9 @@ const (
 //   - the same user is refused (403) in another namespace and across all
 //     namespaces, by the API and by kubectl;
 //   - a label selector on the node asks that node only;
+//   - drainwatch rollout, as that user through the API, sums exactly the
+//     daemons' records (and the router's refusals) over 2 revisions, and
+//     is refused in the other namespace;
 //   - with one daemon stopped, the list names its node as unanswered, in
 //     the list and in a warning (kubectl prints it), and still holds the
 //     other node's records.
@@ -204,7 +210,7 @@ func TestAggregatedAPI(t *testing.T) {
 	viewer := "drainwatch-terminations-viewer"
 	must(t, errOf(cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: viewer},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{apiserver.GroupName}, Resources: []string{"terminations", "startups"}, Verbs: []string{"get", "list"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"terminations", "startups"}, Verbs: []string{"get", "list"}}},
 	}, metav1.CreateOptions{})))
 	must(t, errOf(cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "alice-terminations"},
@@ -218,9 +224,9 @@ func TestAggregatedAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc := aliceClient.CoreV1().RESTClient()
-	base := "/apis/" + apiserver.SchemeGroupVersion.String()
+	base := "/apis/" + v1alpha1.SchemeGroupVersion.String()
 
-	var terms apiserver.TerminationList
+	var terms v1alpha1.TerminationList
 	getJSON(ctx, t, rc, base+"/namespaces/"+ns+"/terminations", nil, &terms)
 	if len(terms.Items) != len(want) || len(terms.Unanswered) != 0 {
 		t.Fatalf("alice's list in %s: %d terminations, unanswered %v; want %d, none unanswered", ns, len(terms.Items), terms.Unanswered, len(want))
@@ -238,7 +244,7 @@ func TestAggregatedAPI(t *testing.T) {
 		if got := item.Record.Counts.RefusedAfterSigterm + item.Record.Counts.RefusedBeforeSigterm; got != refused[item.Record.PodUID] {
 			t.Errorf("%s: refused %d, the router refused %d", item.Name, got, refused[item.Record.PodUID])
 		}
-		if item.Labels[apiserver.LabelWorkload] != "web" || item.Labels[apiserver.LabelNode] != w.Node {
+		if item.Labels[v1alpha1.LabelWorkload] != "web" || item.Labels[v1alpha1.LabelNode] != w.Node {
 			t.Errorf("%s: labels %v", item.Name, item.Labels)
 		}
 	}
@@ -250,14 +256,14 @@ func TestAggregatedAPI(t *testing.T) {
 		t.Error("the router saw no refusal: the rollout tested nothing")
 	}
 
-	var one apiserver.Termination
+	var one v1alpha1.Termination
 	getJSON(ctx, t, rc, base+"/namespaces/"+ns+"/terminations/"+terms.Items[0].Name, nil, &one)
 	if one.Record.PodUID != terms.Items[0].Record.PodUID || one.Record.Counts != terms.Items[0].Record.Counts {
 		t.Errorf("get %s: pod uid %s counts %+v; the list's: %s %+v", one.Name, one.Record.PodUID, one.Record.Counts,
 			terms.Items[0].Record.PodUID, terms.Items[0].Record.Counts)
 	}
 
-	var starts apiserver.StartupList
+	var starts v1alpha1.StartupList
 	getJSON(ctx, t, rc, base+"/namespaces/"+ns+"/startups", nil, &starts)
 	gotStartups := map[string]bool{}
 	for _, s := range starts.Items {
@@ -269,8 +275,8 @@ func TestAggregatedAPI(t *testing.T) {
 
 	// A node's label asks that node's daemon only.
 	node := first[0].Spec.NodeName
-	var onNode apiserver.TerminationList
-	getJSON(ctx, t, rc, base+"/namespaces/"+ns+"/terminations", map[string]string{"labelSelector": apiserver.LabelNode + "=" + node}, &onNode)
+	var onNode v1alpha1.TerminationList
+	getJSON(ctx, t, rc, base+"/namespaces/"+ns+"/terminations", map[string]string{"labelSelector": v1alpha1.LabelNode + "=" + node}, &onNode)
 	wantOnNode := 0
 	for _, w := range want {
 		if w.Node == node {
@@ -306,6 +312,65 @@ func TestAggregatedAPI(t *testing.T) {
 		t.Errorf("kubectl get terminations -n %s as alice: %v, want forbidden:\n%s", other, err, out)
 	}
 
+	// drainwatch rollout through the API, as alice: the totals are the
+	// daemons' records', the revisions the old pods' and the new pods'.
+	bin, err := gobuild.Main(ctx, "./cmd/drainwatch", t.TempDir(), "drainwatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aliceKubeconfig := filepath.Join(dir, "alice-kubeconfig")
+	writeImpersonatingKubeconfig(t, c.RestConfig, "alice", aliceKubeconfig)
+	cmd := exec.CommandContext(ctx, bin, "rollout", "deployment/web", "-n", ns, "-o", "json", "--kubeconfig", aliceKubeconfig, "--via", "api")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil {
+		t.Fatalf("drainwatch rollout as alice: %v\n%s", err, stderr.String())
+	}
+	var report struct {
+		Terminations int `json:"terminations"`
+		Startups     int `json:"startups"`
+		Revisions    []struct {
+			Revision                string `json:"revision"`
+			Terminations, Startups  int
+			RefusedAfterSigterm     int `json:"refused_after_sigterm"`
+			RefusedBeforeSigterm    int `json:"refused_before_sigterm"`
+			RequestsKilledBySigkill int `json:"requests_killed_by_sigkill"`
+		} `json:"revisions"`
+		Nodes []string `json:"nodes"`
+	}
+	if err := json.Unmarshal(out, &report); err != nil {
+		t.Fatalf("drainwatch rollout -o json: %v\n%s", err, out)
+	}
+	wantRefused, wantKilled := 0, 0
+	for _, w := range want {
+		wantRefused += w.Counts.RefusedAfterSigterm + w.Counts.RefusedBeforeSigterm
+		wantKilled += w.Counts.RequestsKilledBySigkill
+	}
+	gotRefused, gotKilled, gotTerms, gotStarts := 0, 0, 0, 0
+	for _, r := range report.Revisions {
+		gotRefused += r.RefusedAfterSigterm + r.RefusedBeforeSigterm
+		gotKilled += r.RequestsKilledBySigkill
+		gotTerms += r.Terminations
+		gotStarts += r.Startups
+	}
+	if report.Terminations != len(want) || gotTerms != len(want) || report.Startups != len(wantStartups) || gotStarts != len(wantStartups) ||
+		gotRefused != wantRefused || gotRefused != totalRefused || gotKilled != wantKilled || len(report.Revisions) != 2 {
+		t.Errorf("drainwatch rollout: %d terminations (%d by revision), %d startups (%d), refused %d, killed %d, %d revisions; "+
+			"want %d, %d startups, refused %d (the router's %d), killed %d, 2 revisions:\n%s",
+			report.Terminations, gotTerms, report.Startups, gotStarts, gotRefused, gotKilled, len(report.Revisions),
+			len(want), len(wantStartups), wantRefused, totalRefused, wantKilled, out)
+	}
+	if text, err := exec.CommandContext(ctx, bin, "rollout", "deployment/web", "-n", ns, "--kubeconfig", aliceKubeconfig).CombinedOutput(); err != nil {
+		t.Errorf("drainwatch rollout (text): %v\n%s", err, text)
+	} else {
+		t.Logf("drainwatch rollout deployment/web -n %s (as alice, through the API):\n%s", ns, text)
+	}
+	cmd = exec.CommandContext(ctx, bin, "rollout", "deployment/web", "-n", other, "--kubeconfig", aliceKubeconfig, "--via", "api")
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(strings.ToLower(string(out)), "forbidden") {
+		t.Errorf("drainwatch rollout -n %s as alice: %v, want forbidden:\n%s", other, err, out)
+	}
+
 	// One daemon down: named, the other's records still listed.
 	var down *nodeDaemon
 	for _, d := range ds {
@@ -319,7 +384,7 @@ func TestAggregatedAPI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the list with %s's daemon down: %v: %s", down.node, err, body)
 	}
-	var partial apiserver.TerminationList
+	var partial v1alpha1.TerminationList
 	if err := json.Unmarshal(body, &partial); err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +414,7 @@ func applyAPIServerRBAC(ctx context.Context, t *testing.T, cs kubernetes.Interfa
 	}, metav1.CreateOptions{})))
 	must(t, errOf(cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{apiserver.GroupName}, Resources: []string{"terminations"}, Verbs: []string{"get", "list"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupName}, Resources: []string{"terminations"}, Verbs: []string{"get", "list"}}},
 	}, metav1.CreateOptions{})))
 	must(t, errOf(cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: sa}, RoleRef: role(sa), Subjects: subject,
@@ -375,9 +440,9 @@ func registerAPIService(ctx context.Context, t *testing.T, c *cluster.Cluster, p
 	}, metav1.CreateOptions{})))
 	svc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
-		"metadata": map[string]any{"name": apiserver.SchemeGroupVersion.Version + "." + apiserver.GroupName},
+		"metadata": map[string]any{"name": v1alpha1.SchemeGroupVersion.Version + "." + v1alpha1.GroupName},
 		"spec": map[string]any{
-			"group": apiserver.GroupName, "version": apiserver.SchemeGroupVersion.Version,
+			"group": v1alpha1.GroupName, "version": v1alpha1.SchemeGroupVersion.Version,
 			"service":  map[string]any{"namespace": apiNamespace, "name": apiService, "port": int64(port)},
 			"caBundle": base64.StdEncoding.EncodeToString(caPEM), "groupPriorityMinimum": int64(1000), "versionPriority": int64(15),
 		},
@@ -387,7 +452,7 @@ func registerAPIService(ctx context.Context, t *testing.T, c *cluster.Cluster, p
 	}
 	var last []byte
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		out, err := c.Kubectl(ctx, "get", "apiservice", apiserver.SchemeGroupVersion.Version+"."+apiserver.GroupName,
+		out, err := c.Kubectl(ctx, "get", "apiservice", v1alpha1.SchemeGroupVersion.Version+"."+v1alpha1.GroupName,
 			"-o", `jsonpath={.status.conditions[?(@.type=="Available")].status} {.status.conditions[?(@.type=="Available")].message}`)
 		last = out
 		return err == nil && strings.HasPrefix(string(out), "True"), nil
@@ -418,6 +483,21 @@ func writeKubeconfig(t *testing.T, rc *rest.Config, token, path string) {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData, CertificateAuthority: rc.CAFile}
 	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	cfg.CurrentContext = "c"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeImpersonatingKubeconfig writes a kubeconfig of rc's API server and
+// credentials that acts as user (a member of system:authenticated).
+func writeImpersonatingKubeconfig(t *testing.T, rc *rest.Config, user, path string) {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData, CertificateAuthority: rc.CAFile}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: rc.BearerToken, ClientCertificateData: rc.CertData, ClientKeyData: rc.KeyData,
+		Impersonate: user, ImpersonateGroups: []string{"system:authenticated"}}
 	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
 	cfg.CurrentContext = "c"
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {

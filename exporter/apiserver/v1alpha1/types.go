@@ -1,18 +1,8 @@
-// Package apiserver serves the daemons' records as the aggregated API
-// drainwatch.io/v1alpha1, the way metrics-server serves metrics.k8s.io:
-// the cluster's API server authenticates the user and passes the identity
-// on in its front-proxy headers, this server authorizes each request with
-// the cluster's RBAC (a SubjectAccessReview on terminations or startups in
-// the request's namespace), and asks the daemons, over TLS it verifies,
-// with a token of its own bound to the daemons' audience. So
-// `kubectl get terminations -n shop` works for a user RBAC allows in shop
-// and is refused in any other namespace, and the daemons' ports need not be
-// reachable from anywhere but this server.
-//
-// The records are read-only and held by the daemons: the server stores
-// nothing, every list asks the daemons (at most exporter.QueryParallelism
-// at once) and names the nodes that did not answer.
-package apiserver
+// Package v1alpha1 holds the types of the aggregated API drainwatch.io/v1alpha1
+// that drainwatch-apiserver (package apiserver) serves: its clients
+// (drainwatch timeline, advise and rollout) decode them without linking the
+// server.
+package v1alpha1
 
 import (
 	"encoding/json"

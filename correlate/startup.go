@@ -17,12 +17,15 @@ import (
 
 // Startup is one new pod's start on the node.
 type Startup struct {
-	PodUID    string             `json:"pod_uid"`
-	Namespace string             `json:"namespace"`
-	Pod       string             `json:"pod"`
-	Workload  collector.Workload `json:"workload"`
-	Marks     StartupMarks       `json:"marks"`
-	Counts    StartupCounts      `json:"counts"`
+	PodUID    string `json:"pod_uid"`
+	Namespace string `json:"namespace"`
+	Pod       string `json:"pod"`
+	// Node is the pod's node (empty in a record of a daemon before this
+	// field: the daemon that answered is on it).
+	Node     string             `json:"node,omitempty"`
+	Workload collector.Workload `json:"workload"`
+	Marks    StartupMarks       `json:"marks"`
+	Counts   StartupCounts      `json:"counts"`
 	// Window is Config.StartupWindow when the record began.
 	Window time.Duration `json:"window"`
 	// ReadyToFirstAccept is FirstAccept − Ready, when both are known.

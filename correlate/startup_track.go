@@ -31,7 +31,7 @@ func (c *Correlator) startupPod(p *podState, seen time.Time, firstSight bool) {
 		p.Startup.S.NetnsBound = p.NetnsIno != 0
 	}
 	st := p.Startup
-	st.S.Namespace, st.S.Pod, st.S.Workload = pod.Namespace, pod.Name, pod.Workload
+	st.S.Namespace, st.S.Pod, st.S.Node, st.S.Workload = pod.Namespace, pod.Name, pod.Node, pod.Workload
 	m := &st.S.Marks
 	if m.ContainerStarted.IsZero() && anyStarted(pod) {
 		m.ContainerStarted = seen

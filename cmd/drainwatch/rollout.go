@@ -259,8 +259,8 @@ func newRolloutReport(ns, kind, name string, tl exporter.Timeline, errs []error)
 			continue
 		}
 		r.Startups++
-		if v.Daemon != "" {
-			nodes[v.Daemon] = true
+		if n := cmp.Or(s.Node, v.Daemon); n != "" {
+			nodes[n] = true
 		}
 		tot := rev(s.Workload, s.Marks.Created)
 		tot.Startups++

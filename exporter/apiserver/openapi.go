@@ -13,7 +13,7 @@ import (
 // needs (server-side apply builds its type converter from them, /openapi
 // serves them): k8s.io/apimachinery's types, generated, as kube-aggregator
 // ships them (its own types left out), and the four types of this API,
-// written here: a record's schema is the daemon API's (docs/api.md),
+// written here: a record's schema is the daemon API's (docs/timeline.md),
 // free-form under record.
 func openAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDefinition {
 	defs := map[string]common.OpenAPIDefinition{}
@@ -64,9 +64,9 @@ func recordDefinitions(ref common.ReferenceCallback) map[string]common.OpenAPIDe
 		}}, Dependencies: []string{listMeta, pkg + item}}
 	}
 	return map[string]common.OpenAPIDefinition{
-		pkg + "Termination":     item("Termination is one pod's (or container's) termination as its node's daemon recorded it.", "The daemon API's termination record (docs/api.md)."),
+		pkg + "Termination":     item("Termination is one pod's (or container's) termination as its node's daemon recorded it.", "The daemon API's termination record (docs/timeline.md)."),
 		pkg + "TerminationList": list("TerminationList is a list of terminations.", "Termination"),
-		pkg + "Startup":         item("Startup is one new pod's startup as its node's daemon recorded it.", "The daemon API's startup record (docs/api.md)."),
+		pkg + "Startup":         item("Startup is one new pod's startup as its node's daemon recorded it.", "The daemon API's startup record (docs/timeline.md)."),
 		pkg + "StartupList":     list("StartupList is a list of startups.", "Startup"),
 	}
 }

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -184,7 +185,7 @@ func startupObject(v exporter.StartupView) v1alpha1.Startup {
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Startup"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: objectName(s.Pod, s.PodUID, "", time.Time{}), Namespace: s.Workload.Namespace,
-			CreationTimestamp: metav1.NewTime(created), Labels: objectLabels(s.Workload, s.Pod, v.Daemon, ""),
+			CreationTimestamp: metav1.NewTime(created), Labels: objectLabels(s.Workload, s.Pod, cmp.Or(s.Node, v.Daemon), ""),
 		},
 		Record: s,
 	}

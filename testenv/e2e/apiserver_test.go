@@ -80,6 +80,9 @@ const (
 //     the list and in a warning (kubectl prints it), and still holds the
 //     other node's records.
 func TestAggregatedAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: no control plane")
+	}
 	privileged.RequireRoot(t)
 	if _, err := controlplane.BinDir(); err != nil {
 		privileged.RequireFile(t, "control-plane binaries", err.Error())

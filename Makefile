@@ -72,11 +72,13 @@ check-generate: generate ## Fail when regenerating changes committed output.
 	@git diff --exit-code --stat -- collector bpf deploy || \
 	  { echo "generated output differs from the committed one: run make generate and commit"; exit 1; }
 
-build: ## Build bin/drainwatch.
+build: ## Build bin/drainwatch and bin/drainwatch-apiserver.
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/drainwatch ./cmd/drainwatch
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/drainwatch-apiserver ./cmd/drainwatch-apiserver
 
-cross: ## Build drainwatch and compile the kernel collector's tests for arm64 (its eBPF objects and loaders link).
+cross: ## Build drainwatch and drainwatch-apiserver and compile the kernel collector's tests for arm64 (its eBPF objects and loaders link).
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -o /dev/null ./cmd/drainwatch
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -trimpath -o /dev/null ./cmd/drainwatch-apiserver
 	GOOS=linux GOARCH=arm64 $(GO) test -c -o /dev/null ./collector/kernel
 
 IMAGE_ARCHES ?= amd64 arm64

@@ -29,6 +29,23 @@ import (
 	"github.com/drainwatch/drainwatch/exporter/apiserver/v1alpha1"
 )
 
+// MaxListItems bounds the objects one list answers: the latest are kept
+// and a warning says how many were left out. A list's limit is ignored (a
+// server may, the API says): without continue tokens to give, honouring it
+// would cut kubectl's chunked lists (limit=500) short, silently.
+const MaxListItems = 5000
+
+// capItems keeps the last MaxListItems of items (the newest: the daemons'
+// answers are ordered oldest first) and warns about the others.
+func capItems[T any](ctx context.Context, items []T, what string) []T {
+	if len(items) <= MaxListItems {
+		return items
+	}
+	warning.AddWarning(ctx, "", fmt.Sprintf("%d %s matched; the latest %d are listed: narrow the list with a label selector "+
+		"(drainwatch.io/workload, drainwatch.io/revision, drainwatch.io/node)", len(items), what, MaxListItems))
+	return items[len(items)-MaxListItems:]
+}
+
 // query is what one list asks the daemons: the filter they apply, the
 // nodes to ask (all when empty), and the full selector applied to their
 // answers.
@@ -235,6 +252,7 @@ func (s terminations) List(ctx context.Context, opts *metainternalversion.ListOp
 			list.Items = append(list.Items, o)
 		}
 	}
+	list.Items = capItems(ctx, list.Items, "terminations")
 	list.Unanswered = unanswered(ctx, errs, missing, len(ds))
 	return list, nil
 }
@@ -287,6 +305,7 @@ func (s startups) List(ctx context.Context, opts *metainternalversion.ListOption
 			list.Items = append(list.Items, o)
 		}
 	}
+	list.Items = capItems(ctx, list.Items, "startups")
 	list.Unanswered = unanswered(ctx, errs, missing, len(ds))
 	if len(truncated) > 0 {
 		warning.AddWarning(ctx, "", "the daemons of "+strings.Join(truncated, ", ")+" held more startups than one list carries: only their latest are listed")

@@ -62,3 +62,18 @@ func TestObjectNames(t *testing.T) {
 		t.Errorf("labels %v", l)
 	}
 }
+
+// TestCapItems: a list keeps its latest MaxListItems.
+func TestCapItems(t *testing.T) {
+	items := make([]int, MaxListItems+3)
+	for i := range items {
+		items[i] = i
+	}
+	got := capItems(context.Background(), items, "terminations")
+	if len(got) != MaxListItems || got[0] != 3 || got[len(got)-1] != MaxListItems+2 {
+		t.Errorf("kept %d, from %d to %d", len(got), got[0], got[len(got)-1])
+	}
+	if got := capItems(context.Background(), items[:10], "terminations"); len(got) != 10 {
+		t.Errorf("a short list lost items: %d", len(got))
+	}
+}

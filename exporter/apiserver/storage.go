@@ -326,17 +326,16 @@ func (s startups) Get(ctx context.Context, name string, _ *metav1.GetOptions) (r
 	return &list.Items[0], nil
 }
 
-// nameOptions select one name. The pod's name (the name up to its UID's
-// part) narrows what the daemons are asked.
+// nameOptions select one name.
 func nameOptions(name string) *metainternalversion.ListOptions {
 	sel := labels.Everything()
-	if pod, _, ok := strings.Cut(name, "."); ok {
-		// A pod name may hold dots itself; only one without narrows.
-		if strings.Count(name, ".") == 1 || strings.Count(name, ".") == 3 {
-			r, err := labels.NewRequirement(v1alpha1.LabelPod, selection.Equals, []string{pod})
-			if err == nil {
-				sel = labels.NewSelector().Add(*r)
-			}
+	// Only a name with one dot is surely a pod's own termination of a pod
+	// without dots; a pod name may hold dots, and a container's
+	// termination adds two: the others ask for the whole namespace.
+	if pod, _, ok := strings.Cut(name, "."); ok && strings.Count(name, ".") == 1 {
+		r, err := labels.NewRequirement(v1alpha1.LabelPod, selection.Equals, []string{pod})
+		if err == nil {
+			sel = labels.NewSelector().Add(*r)
 		}
 	}
 	return &metainternalversion.ListOptions{LabelSelector: sel, FieldSelector: fields.OneTermEqualSelector("metadata.name", name)}

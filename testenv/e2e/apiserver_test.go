@@ -23,6 +23,7 @@ import (
 
 	"github.com/rs/zerolog"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -220,6 +221,11 @@ func TestAggregatedAPI(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: viewer},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}},
 	}, metav1.CreateOptions{})))
+	// The API server's RBAC authorizer reads bindings from an informer: a
+	// binding just created can be unseen for a moment, and the aggregated
+	// API would then answer alice 403. Wait until the API server itself
+	// allows her, as a user's kubectl would after a retry.
+	waitAllowed(ctx, t, cs, "alice", ns, "terminations")
 	alice := rest.CopyConfig(c.RestConfig)
 	alice.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{"system:authenticated"}}
 	aliceClient, err := kubernetes.NewForConfig(alice)
@@ -607,4 +613,31 @@ func (p *testPKI) serving(t *testing.T, name, dnsName string) (certFile, keyFile
 		t.Fatal(err)
 	}
 	return certFile, keyFile
+}
+
+// waitAllowed waits (at most 30 s) until the API server's authorizer lets
+// user list resource of drainwatch.io in namespace.
+func waitAllowed(ctx context.Context, t *testing.T, cs kubernetes.Interface, user, namespace, resource string) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		r, err := cs.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+			Spec: authorizationv1.SubjectAccessReviewSpec{
+				User:   user,
+				Groups: []string{"system:authenticated"},
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Namespace: namespace, Verb: "list", Group: v1alpha1.GroupName, Resource: resource,
+				},
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = r.Status.Reason
+		return r.Status.Allowed, nil
+	})
+	if err != nil {
+		t.Fatalf("%s is still not allowed to list %s in %s after 30 s: %s", user, resource, namespace, last)
+	}
 }

@@ -123,6 +123,7 @@ func (e *realNodeEnv) checkReplaced(ctx context.Context, t *testing.T, r *router
 		// The bridge CNI plugin's node: the SYNs routing sends after the
 		// sandbox's teardown are dropped by this node's kernel.
 		if got.Counts.ConnectionsBlackholed != byBackend[addr].blackholed {
+			dumpBlackholes(t, got, r, addr)
 			t.Errorf("%s: drainwatch blackholed %d, the router's dials that failed without a refusal %d", p.Name, got.Counts.ConnectionsBlackholed, byBackend[addr].blackholed)
 		}
 		if got.Counts.ProbeRefused != probes {

@@ -8,8 +8,19 @@ import (
 	"strings"
 )
 
-// K8sVersion is the Kubernetes release whose binaries testenv runs.
+// K8sVersion is the Kubernetes release whose binaries testenv runs by
+// default (testenv/k8sbuild pins it; the Makefile's K8S_VERSION).
 const K8sVersion = "v1.37.2"
+
+// Version is the release the binaries in BinDir are: $DRAINWATCH_K8S_VERSION
+// when make k8s-versions runs the tests on another release's binaries,
+// else K8sVersion.
+func Version() string {
+	if v := os.Getenv("DRAINWATCH_K8S_VERSION"); v != "" {
+		return v
+	}
+	return K8sVersion
+}
 
 // modulePath identifies the product's go.mod when walking up to the repo root
 // (testenv/k8sbuild has a go.mod of its own that must be skipped).
@@ -62,7 +73,7 @@ func BinDir() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("locating control-plane binaries (set DRAINWATCH_K8S_BIN): %w", err)
 		}
-		dir = filepath.Join(root, ".cache", "k8s-"+K8sVersion, "bin")
+		dir = filepath.Join(root, ".cache", "k8s-"+Version(), "bin")
 	}
 	for _, name := range binaries {
 		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {

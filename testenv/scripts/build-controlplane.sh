@@ -2,14 +2,22 @@
 # Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and
 # kube-proxy (one per testenv node: testenv/kubeproxy), or the names given after
 # the output dir (e.g. kubelet for `make realnode`)
-# from the k8s.io/kubernetes Go module pinned in testenv/k8sbuild, once per version.
+# from the k8s.io/kubernetes Go module pinned in testenv/k8sbuild (or, for another
+# release, testenv/k8sbuild/releases/<version>), once per version.
 # Concurrent runs wait for each other (flock) instead of building twice.
 set -euo pipefail
-version=$1 out=$2
+version=$1 out=$(realpath -m "$2")
 shift 2
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kube-proxy)
+# The pinned release builds from testenv/k8sbuild; the others make
+# k8s-versions tests from testenv/k8sbuild/releases/<version>
+# (testenv/scripts/k8sbuild-release.sh writes one).
 cd "$(dirname "$0")/../k8sbuild"
+if [ "$(awk '$1=="k8s.io/kubernetes"{print $2; exit}' go.mod)" != "$version" ]; then
+  [ -d "releases/$version" ] || { echo "no module for Kubernetes $version: run bash testenv/scripts/k8sbuild-release.sh $version" >&2; exit 1; }
+  cd "releases/$version"
+fi
 mkdir -p "$out"
 exec 9>"$out/.build.lock"
 flock 9

@@ -5,6 +5,9 @@ import (
 	_ "embed"
 	"html/template"
 	"net/http"
+	"time"
+
+	"github.com/drainwatch/drainwatch/correlate"
 )
 
 //go:embed ui.html
@@ -35,4 +38,21 @@ func (s *Server) timelinePage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = w.Write(buf.Bytes())
+}
+
+// TimelineSections renders the terminations as /ui draws them (newest
+// first, at most 50: the page's bound), for a page of another's making:
+// its style element, then a section per termination, without the links
+// to a daemon's API.
+func TimelineSections(ts []correlate.Termination, now time.Time) (template.HTML, error) {
+	v := newPageView(ts, now)
+	v.Offline = true
+	var buf bytes.Buffer
+	if err := pageTemplate.ExecuteTemplate(&buf, "style", nil); err != nil {
+		return "", err
+	}
+	if err := pageTemplate.ExecuteTemplate(&buf, "sections", v); err != nil {
+		return "", err
+	}
+	return template.HTML(buf.String()), nil // #nosec G203 -- html/template's own escaped output
 }

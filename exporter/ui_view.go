@@ -118,6 +118,9 @@ func (v *timelineView) addConnection(c correlate.ConnPoint, x float64) {
 type pageView struct {
 	Generated string
 	Timelines []timelineView
+	// Offline leaves out the links to the daemon's API: a page saved away
+	// from it (drainwatch rollout -o html).
+	Offline bool
 }
 
 // maxTimelines bounds the page: the most recent terminations first.

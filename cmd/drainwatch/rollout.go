@@ -46,7 +46,7 @@ Flags:
 	fs.StringVar(&f.namespace, "n", "", "short for --namespace")
 	fs.StringVar(&f.revision, "revision", "", "only this revision (the revision label of the metrics and of timeline)")
 	fs.StringVar(&f.since, "since", "", "only records with a mark after this: a duration back from now (2h) or an RFC 3339 time")
-	fs.StringVar(&f.format, "output", "text", "text or json (-o)")
+	fs.StringVar(&f.format, "output", "text", "text, json, or html: one self-contained page to keep with an incident (-o)")
 	fs.StringVar(&f.format, "o", "text", "short for --output")
 	return fs
 }
@@ -80,8 +80,8 @@ func parseRolloutFlags(args []string, stderr io.Writer) (rolloutFlags, string, e
 	if !ok || name == "" || rolloutKinds[strings.ToLower(kind)] == "" {
 		return f, "", fmt.Errorf("drainwatch rollout KIND/NAME: got %q, want deployment/NAME, statefulset/NAME, daemonset/NAME or rollout/NAME", ref)
 	}
-	if f.format != "text" && f.format != "json" {
-		return f, "", fmt.Errorf("--output=%q: want text or json", f.format)
+	if f.format != "text" && f.format != "json" && f.format != "html" {
+		return f, "", fmt.Errorf("--output=%q: want text, json or html", f.format)
 	}
 	if err := f.checkVia(); err != nil {
 		return f, "", err
@@ -128,11 +128,14 @@ func rolloutCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	r := newRolloutReport(f.namespace, kind, f.workload, tl, errs)
-	if f.format == "json" {
+	switch f.format {
+	case "json":
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		err = enc.Encode(r)
-	} else {
+	case "html":
+		err = r.writeHTML(stdout, time.Now())
+	default:
 		err = r.writeText(stdout)
 	}
 	if err != nil {
@@ -151,6 +154,9 @@ type rolloutReport struct {
 	Revisions    []revisionTotals `json:"revisions"`
 	Terminations int              `json:"terminations"`
 	Startups     int              `json:"startups"`
+	// Pods are the records one by one: each old pod's termination and each
+	// new pod's startup, in the order they began.
+	Pods []rolloutPod `json:"pods"`
 	// Nodes hold the records.
 	Nodes []string `json:"nodes"`
 	// Slowest is the routing source that kept sending the longest after an
@@ -161,6 +167,8 @@ type rolloutReport struct {
 	// Unanswered names the daemons that did not answer (through the
 	// aggregated API its warnings name the nodes, on stderr).
 	Unanswered []string `json:"unanswered,omitempty"`
+	// terms are the workload's terminations, for -o html's timelines.
+	terms []correlate.Termination
 }
 
 // revisionTotals sum one revision's terminations (its pods going: the
@@ -185,6 +193,24 @@ type revisionTotals struct {
 	ResetAfterReady    int `json:"reset_after_ready"`
 }
 
+// rolloutPod is one record of the rollout: a pod that went (its
+// termination) or came (its startup).
+type rolloutPod struct {
+	Pod      string    `json:"pod"`
+	UID      string    `json:"pod_uid"`
+	Node     string    `json:"node"`
+	Revision string    `json:"revision"`
+	Side     string    `json:"side"` // "gone" or "came"
+	At       time.Time `json:"at"`   // the deletion (gone) or the creation (came)
+	// Outcome is a termination's terminations_total label; a startup's is
+	// "clean" or "lost".
+	Outcome string `json:"outcome"`
+	// Lost says what the pod lost, "" when nothing.
+	Lost      string   `json:"lost,omitempty"`
+	Partial   bool     `json:"partial,omitempty"`
+	Diagnoses []string `json:"diagnoses,omitempty"`
+}
+
 type slowestSource struct {
 	Source     string  `json:"source"`
 	Kind       string  `json:"kind"`
@@ -203,7 +229,7 @@ type diagnosisCount struct {
 // name only).
 func newRolloutReport(ns, kind, name string, tl exporter.Timeline, errs []error) rolloutReport {
 	r := rolloutReport{Namespace: ns, Kind: kind, Name: name, Revisions: []revisionTotals{},
-		Diagnoses: []diagnosisCount{}, Advice: []advise.Advice{}, Nodes: []string{}}
+		Diagnoses: []diagnosisCount{}, Advice: []advise.Advice{}, Nodes: []string{}, Pods: []rolloutPod{}}
 	byRev := map[string]*revisionTotals{}
 	rev := func(w collector.Workload, at time.Time) *revisionTotals {
 		t := byRev[w.Revision]
@@ -228,6 +254,8 @@ func newRolloutReport(ns, kind, name string, tl exporter.Timeline, errs []error)
 		terms = append(terms, t)
 		r.Terminations++
 		nodes[t.Node] = true
+		r.Pods = append(r.Pods, rolloutPod{Pod: t.Pod, UID: t.PodUID, Node: t.Node, Revision: t.Workload.Revision, Side: "gone",
+			At: t.Start(), Outcome: cmp.Or(t.Outcome, "-"), Lost: terminationLost(t.Counts), Partial: t.Partial, Diagnoses: diagnosisList(t.Diagnoses)})
 		tot := rev(t.Workload, t.Start())
 		tot.Terminations++
 		if t.Partial {
@@ -259,9 +287,16 @@ func newRolloutReport(ns, kind, name string, tl exporter.Timeline, errs []error)
 			continue
 		}
 		r.Startups++
-		if n := cmp.Or(s.Node, v.Daemon); n != "" {
-			nodes[n] = true
+		node := cmp.Or(s.Node, v.Daemon)
+		if node != "" {
+			nodes[node] = true
 		}
+		p := rolloutPod{Pod: s.Pod, UID: s.PodUID, Node: node, Revision: s.Workload.Revision, Side: "came",
+			At: s.Marks.Created, Outcome: "clean", Lost: startupLost(s.Counts), Partial: s.Partial, Diagnoses: diagnosisList(s.Diagnoses)}
+		if p.Lost != "" {
+			p.Outcome = "lost"
+		}
+		r.Pods = append(r.Pods, p)
 		tot := rev(s.Workload, s.Marks.Created)
 		tot.Startups++
 		if s.Partial {
@@ -277,6 +312,7 @@ func newRolloutReport(ns, kind, name string, tl exporter.Timeline, errs []error)
 	slices.SortFunc(r.Revisions, func(a, b revisionTotals) int {
 		return cmp.Or(a.First.Compare(b.First), cmp.Compare(a.Revision, b.Revision))
 	})
+	slices.SortStableFunc(r.Pods, func(a, b rolloutPod) int { return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Pod, b.Pod)) })
 	for n := range nodes {
 		r.Nodes = append(r.Nodes, n)
 	}
@@ -288,6 +324,7 @@ func newRolloutReport(ns, kind, name string, tl exporter.Timeline, errs []error)
 	if len(terms) > 0 {
 		r.Advice = advise.Advise(terms, advise.DefaultRule)
 	}
+	r.terms = terms
 	for _, err := range errs {
 		var de *exporter.DaemonError
 		if errors.As(err, &de) {
@@ -295,6 +332,38 @@ func newRolloutReport(ns, kind, name string, tl exporter.Timeline, errs []error)
 		}
 	}
 	return r
+}
+
+// terminationLost is what an old pod lost, in words ("3 refused, 2
+// killed by SIGKILL"), "" when nothing.
+func terminationLost(c correlate.Counts) string {
+	return lostWords([]int{c.RefusedAfterSigterm + c.RefusedBeforeSigterm, c.RefusedInsidePod, c.RequestsKilledBySigkill, c.RequestsKilledAtExit,
+		c.ConnectionsBlackholed, c.ConnectionsResetAtShutdown, c.RequestsResetOnReusedConnections, c.ConnectionsResetAtExit},
+		[]string{"refused", "refused inside the pod", "killed by SIGKILL", "killed at exit", "blackholed", "reset at shutdown", "reset on reuse", "reset at exit"})
+}
+
+// startupLost is what a new pod lost, "" when nothing.
+func startupLost(c correlate.StartupCounts) string {
+	return lostWords([]int{c.RefusedBeforeReady, c.RefusedAfterReady, c.ResetAfterReady},
+		[]string{"refused before Ready", "refused after Ready", "reset after Ready"})
+}
+
+func lostWords(ns []int, words []string) string {
+	var out []string
+	for i, n := range ns {
+		if n > 0 {
+			out = append(out, fmt.Sprintf("%d %s", n, words[i]))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func diagnosisList(ds []correlate.Diagnosis) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Code)
+	}
+	return out
 }
 
 // writeText is the report for a terminal.
@@ -318,6 +387,20 @@ func (r rolloutReport) writeText(w io.Writer) error {
 			return err
 		}
 		fmt.Fprintln(w, "(GONE: the revision's pods that terminated, and what they lost; CAME: its pods that started, and what they refused or reset)")
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "POD\tREVISION\tSIDE\tNODE\tAT\tOUTCOME\tLOST\tDIAGNOSES")
+		for _, p := range r.Pods {
+			outcome := p.Outcome
+			if p.Partial && outcome != correlate.OutcomePartial {
+				outcome += " (partial)"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Pod, cmp.Or(p.Revision, "-"), p.Side, cmp.Or(p.Node, "-"),
+				p.At.UTC().Format(time.RFC3339), outcome, cmp.Or(p.Lost, "-"), cmp.Or(strings.Join(p.Diagnoses, ","), "-"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	if s := r.Slowest; s != nil {
 		fmt.Fprintf(w, "\nSlowest routing source: %s (%s), still sending %s after pod %s's endpoint became not ready (node %s)\n",

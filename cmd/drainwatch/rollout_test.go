@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,10 @@ func TestRolloutReport(t *testing.T) {
 		t.RoutingSources = []correlate.RoutingSource{{Source: "node " + node, Kind: "node", Last: at.Add(lag), Lag: lag}}
 		for _, d := range diags {
 			t.Diagnoses = append(t.Diagnoses, correlate.Diagnosis{Code: d, Fix: "fix " + d})
+		}
+		t.Outcome = correlate.OutcomeRefused
+		if killed > 0 {
+			t.Outcome = correlate.OutcomeRefusedAndKilled
 		}
 		return exporter.TerminationView{Termination: t}
 	}
@@ -64,15 +69,46 @@ func TestRolloutReport(t *testing.T) {
 	if len(r.Unanswered) != 1 || r.Unanswered[0] != "n4" {
 		t.Errorf("unanswered %v", r.Unanswered)
 	}
+	// Every record one by one, in the order they began.
+	var pods []string
+	for _, p := range r.Pods {
+		pods = append(pods, fmt.Sprintf("%s %s %s %s %s %q %v", p.Pod, p.Revision, p.Side, p.Node, p.Outcome, p.Lost, p.Diagnoses))
+	}
+	if got, want := strings.Join(pods, "\n"), strings.Join([]string{
+		`web-a 1 gone n1 refused "3 refused" [no_drain_delay]`,
+		`web-b 1 gone n2 refused_and_killed "4 refused, 2 killed by SIGKILL" [no_drain_delay killed_by_sigkill]`,
+		`web-c 2 came n3 lost "1 refused after Ready" []`,
+		`web-d 2 came n2 clean "" []`,
+	}, "\n"); got != want {
+		t.Errorf("pods:\n%s\nwant:\n%s", got, want)
+	}
 	var out strings.Builder
 	if err := r.writeText(&out); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"deployment/web in shop: 2 terminations and 2 startups on 3 nodes, 2 revisions",
-		"NOT ANSWERED (their pods are missing): n4", "2× no_drain_delay: fix no_drain_delay", "still sending 3s after pod web-b"} {
+		"NOT ANSWERED (their pods are missing): n4", "2× no_drain_delay: fix no_drain_delay", "still sending 3s after pod web-b",
+		"web-b  1         gone  n2    2026-12-04T05:00:00Z  refused_and_killed  4 refused, 2 killed by SIGKILL  no_drain_delay,killed_by_sigkill"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, out.String())
 		}
+	}
+	// -o html: one page, the report's tables and each old pod's timeline
+	// as /ui draws it, no link to a daemon, names escaped.
+	var page strings.Builder
+	if err := r.writeHTML(&page, at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	html := page.String()
+	for _, want := range []string{"<title>drainwatch — deployment/web in shop</title>", "Not answered (their pods are missing): n4",
+		"<td>web-c</td><td>2</td><td class=\"l\">came</td>", "2× <b>no_drain_delay</b>: fix no_drain_delay",
+		"still sending 3s after pod web-b", `aria-label="timeline of shop/web-a"`, `aria-label="timeline of shop/web-b"`} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(html, "api/v1/terminations/") || strings.Count(html, "<svg") != 2 {
+		t.Errorf("page has a daemon link or not 2 timelines (%d):\n%s", strings.Count(html, "<svg"), html)
 	}
 }
 

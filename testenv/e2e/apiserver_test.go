@@ -347,9 +347,53 @@ func TestAggregatedAPI(t *testing.T) {
 			RequestsKilledBySigkill int `json:"requests_killed_by_sigkill"`
 		} `json:"revisions"`
 		Nodes []string `json:"nodes"`
+		Pods  []struct {
+			Pod  string `json:"pod"`
+			UID  string `json:"pod_uid"`
+			Side string `json:"side"`
+		} `json:"pods"`
 	}
 	if err := json.Unmarshal(out, &report); err != nil {
 		t.Fatalf("drainwatch rollout -o json: %v\n%s", err, out)
+	}
+	// One by one: each old pod once as gone, each new pod once as came.
+	gone, came := map[string]string{}, map[string]bool{}
+	for _, p := range report.Pods {
+		switch {
+		case p.Side == "gone" && gone[p.UID] == "":
+			gone[p.UID] = p.Pod
+		case p.Side == "came" && !came[p.UID]:
+			came[p.UID] = true
+		default:
+			t.Errorf("drainwatch rollout: pod %s (%s) twice, or side %q", p.Pod, p.UID, p.Side)
+		}
+	}
+	for uid := range want {
+		if gone[uid] == "" {
+			t.Errorf("drainwatch rollout: old pod %s not listed as gone", uid)
+		}
+	}
+	for uid := range wantStartups {
+		if !came[uid] {
+			t.Errorf("drainwatch rollout: new pod %s not listed as came", uid)
+		}
+	}
+	if len(gone) != len(want) || len(came) != len(wantStartups) {
+		t.Errorf("drainwatch rollout lists %d gone and %d came, want %d and %d", len(gone), len(came), len(want), len(wantStartups))
+	}
+	// -o html through the API, as alice: one page with each old pod's
+	// timeline.
+	page, err := exec.CommandContext(ctx, bin, "rollout", "deployment/web", "-n", ns, "-o", "html", "--kubeconfig", aliceKubeconfig, "--via", "api").Output()
+	if err != nil {
+		t.Fatalf("drainwatch rollout -o html as alice: %v", err)
+	}
+	for _, name := range gone {
+		if !strings.Contains(string(page), fmt.Sprintf(`aria-label="timeline of %s/%s"`, ns, name)) {
+			t.Errorf("drainwatch rollout -o html has no timeline of %s", name)
+		}
+	}
+	if n := strings.Count(string(page), "<svg"); n != len(want) {
+		t.Errorf("drainwatch rollout -o html: %d timelines, want %d", n, len(want))
 	}
 	wantRefused, wantKilled := 0, 0
 	for _, w := range want {
